@@ -1,0 +1,49 @@
+package zkrecipes
+
+import "errors"
+
+// Errors returned by the recipes. Compare with errors.Is: the errors a call
+// returns wrap one of these with the detail of what went wrong.
+var (
+	// ErrSessionExpired means the ZooKeeper server expired the session (or the
+	// session was replaced). Every lock, leadership and membership obtained
+	// through it is void, and the Session cannot be used again.
+	ErrSessionExpired = errors.New("zkrecipes: session expired")
+
+	// ErrSessionClosed means the Session was closed by its owner.
+	ErrSessionClosed = errors.New("zkrecipes: session closed")
+
+	// ErrConnectionLoss means the connection to the server was lost while a
+	// request was in flight; the session may still be alive. Recipes retry
+	// across it where that is safe and only return it when they cannot.
+	ErrConnectionLoss = errors.New("zkrecipes: connection to ZooKeeper lost")
+
+	// ErrLocked is returned by TryLock when another contender holds the lock.
+	ErrLocked = errors.New("zkrecipes: held by another contender")
+
+	// ErrNotHeld is returned when releasing something this value does not hold.
+	ErrNotHeld = errors.New("zkrecipes: not held")
+
+	// ErrBusy is returned when a recipe value is asked to acquire while it
+	// already holds or is already acquiring. A value is one contender; use one
+	// value per goroutine that competes.
+	ErrBusy = errors.New("zkrecipes: already held or being acquired by this value")
+
+	// ErrInvalidPath is returned, before any network call, for a path
+	// ZooKeeper would reject or a recipe cannot use.
+	ErrInvalidPath = errors.New("zkrecipes: invalid path")
+
+	// ErrNodeLost means this contender's node disappeared while it was
+	// queued or holding (deleted by another client, or by the server when the
+	// session ended).
+	ErrNodeLost = errors.New("zkrecipes: contender node disappeared")
+
+	// ErrNotOwner means a node that should be this session's belongs to
+	// another session; it is never treated as ours.
+	ErrNotOwner = errors.New("zkrecipes: node is owned by another session")
+
+	// ErrSequenceWrapped means the parent's sequence counter went past 2^31
+	// and wrapped to negative numbers, so arrival order can no longer be read
+	// from node names. Use a fresh path.
+	ErrSequenceWrapped = errors.New("zkrecipes: sequence counter wrapped")
+)

@@ -1,0 +1,177 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Stats counts the requests a Session sent and the watch events it received
+// since it was created. Recipes' costs (listings per acquisition, watch
+// events per release) are read from it.
+type Stats struct {
+	Creates     int64 // create requests
+	Deletes     int64 // delete requests
+	Listings    int64 // getChildren requests
+	Reads       int64 // getData and exists requests
+	WatchEvents int64 // node watch events delivered (not session events)
+}
+
+type counters struct {
+	creates, deletes, listings, reads, watchEvents atomic.Int64
+}
+
+// Stats returns the session's counters.
+func (s *Session) Stats() Stats {
+	return Stats{
+		Creates:     s.stats.creates.Load(),
+		Deletes:     s.stats.deletes.Load(),
+		Listings:    s.stats.listings.Load(),
+		Reads:       s.stats.reads.Load(),
+		WatchEvents: s.stats.watchEvents.Load(),
+	}
+}
+
+// do runs one request f on the connection. The client's calls take no
+// context, so f runs on its own goroutine and do returns early when ctx ends
+// or the session is over; f then finishes on its own (the client fails its
+// requests when the connection closes) and its result is dropped.
+func do[T any](ctx context.Context, s *Session, f func(*zk.Conn) (T, error)) (T, error) {
+	var zero T
+	if err := s.Err(); err != nil {
+		return zero, err
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	if ctx.Done() == nil {
+		v, err := f(s.conn)
+		return v, s.translate(err)
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f(s.conn)
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, s.translate(r.err)
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-s.done:
+		return zero, s.Err()
+	}
+}
+
+// retry runs an idempotent request, again after each connection loss, while
+// the session lives and ctx allows.
+func retry[T any](ctx context.Context, s *Session, f func(*zk.Conn) (T, error)) (T, error) {
+	for {
+		v, err := do(ctx, s, f)
+		if !errors.Is(err, ErrConnectionLoss) {
+			return v, err
+		}
+		if err := s.awaitUp(ctx); err != nil {
+			return v, err
+		}
+	}
+}
+
+// translate maps the client's errors to ours; node errors (zk.ErrNoNode, ...)
+// pass unchanged.
+func (s *Session) translate(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, zk.ErrSessionExpired):
+		s.end(ErrSessionExpired)
+		return s.Err()
+	case errors.Is(err, zk.ErrClosing):
+		if e := s.Err(); e != nil {
+			return e
+		}
+		return fmt.Errorf("%w: %v", ErrConnectionLoss, err)
+	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer):
+		if e := s.Err(); e != nil {
+			return e
+		}
+		return fmt.Errorf("%w: %v", ErrConnectionLoss, err)
+	}
+	return err
+}
+
+// cleanupContext returns a context for work that must be attempted even when
+// the caller's context has ended (deleting our own node): not cancelled with
+// parent, bounded by the session timeout (at least 5s).
+func (s *Session) cleanupContext(parent context.Context) (context.Context, context.CancelFunc) {
+	d := max(s.Timeout(), 5*time.Second)
+	return context.WithTimeout(context.WithoutCancel(parent), d)
+}
+
+// children lists p's children, retrying across connection loss.
+func (s *Session) children(ctx context.Context, p string) ([]string, error) {
+	return retry(ctx, s, func(c *zk.Conn) ([]string, error) {
+		s.stats.listings.Add(1)
+		kids, _, err := c.Children(p)
+		return kids, err
+	})
+}
+
+// stat returns p's Stat, or an error wrapping zk.ErrNoNode.
+func (s *Session) stat(ctx context.Context, p string) (*zk.Stat, error) {
+	return retry(ctx, s, func(c *zk.Conn) (*zk.Stat, error) {
+		s.stats.reads.Add(1)
+		ok, st, err := c.Exists(p)
+		if err == nil && !ok {
+			err = zk.ErrNoNode
+		}
+		return st, err
+	})
+}
+
+// watchData sets a one-shot data watch on p if p exists; it fails with
+// zk.ErrNoNode, setting no watch, if p is gone. This is how a waiter watches
+// its predecessor without a gap between listing and watching.
+func (s *Session) watchData(ctx context.Context, p string) (<-chan zk.Event, error) {
+	return retry(ctx, s, func(c *zk.Conn) (<-chan zk.Event, error) {
+		s.stats.reads.Add(1)
+		_, _, ch, err := c.GetW(p)
+		return ch, err
+	})
+}
+
+// remove deletes p (any version), retrying across connection loss while the
+// session lives. A node already gone counts as deleted.
+func (s *Session) remove(ctx context.Context, p string) error {
+	_, err := retry(ctx, s, func(c *zk.Conn) (struct{}, error) {
+		s.stats.deletes.Add(1)
+		return struct{}{}, c.Delete(p, -1)
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return err
+}
+
+// ensurePath creates p and its missing ancestors as container nodes, which
+// the server removes once they are empty.
+func (s *Session) ensurePath(ctx context.Context, p string) error {
+	for _, q := range append(parents(p), p) {
+		_, err := retry(ctx, s, func(c *zk.Conn) (string, error) {
+			s.stats.creates.Add(1)
+			return c.CreateContainer(q, nil, zk.FlagContainer, s.acl)
+		})
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("zkrecipes: create %s: %w", q, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,334 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/google/uuid"
+)
+
+// This file is the contender queue that the mutex, the read/write lock and
+// the election share: each contender creates an ephemeral sequential node;
+// the sequence numbers order them; a contender holds when no earlier node
+// blocks it, and otherwise watches only the nearest node that blocks it.
+
+// kind is a recognised contender node name: the marker that precedes the
+// 10-digit sequence number, and whether such a contender is a reader.
+type kind struct {
+	marker string
+	reader bool
+}
+
+// Node name markers, shared with Curator (after its "_c_<uuid>-" prefix)
+// and kazoo.
+var mutexKinds = []kind{{"lock-", false}, {"__lock__", false}}
+
+// blocker returns the index of the contender that q[i] must wait for, or -1
+// when q[i] holds. Writers (and mutex holders, and election candidates) wait
+// for everything earlier, so they watch their immediate predecessor; readers
+// wait only for earlier writers, so they watch the nearest earlier writer.
+func blocker(q []contender, i int) int {
+	if !q[i].reader {
+		return i - 1
+	}
+	for j := i - 1; j >= 0; j-- {
+		if !q[j].reader {
+			return j
+		}
+	}
+	return -1
+}
+
+type contender struct {
+	name   string
+	seq    int32
+	reader bool
+}
+
+// parseContender recognises a contender node name of one of kinds.
+func parseContender(name string, kinds []kind) (contender, bool) {
+	if len(name) < 10 {
+		return contender{}, false
+	}
+	head, tail := name[:len(name)-10], name[len(name)-10:]
+	seq, err := strconv.ParseInt(tail, 10, 32)
+	if err != nil {
+		return contender{}, false
+	}
+	for _, k := range kinds {
+		if strings.HasSuffix(head, k.marker) {
+			return contender{name: name, seq: int32(seq), reader: k.reader}, true
+		}
+	}
+	return contender{}, false
+}
+
+// queue is one recipe path and the names that count as contenders there.
+type queue struct {
+	s     *Session
+	dir   string
+	kinds []kind
+
+	beforeWatch func(pred string) // test hook: runs between listing and watching
+}
+
+// ticket is one contender's place in a queue: its node.
+type ticket struct {
+	q      *queue
+	kind   kind
+	prefix string // protected prefix "_c_<uuid>-"
+	name   string // node name once created
+	token  int64  // czxid of the node, set when it holds
+}
+
+// path returns the ticket's node path ("" before it was created).
+func (t *ticket) path() string {
+	if t.name == "" {
+		return ""
+	}
+	return t.q.dir + "/" + t.name
+}
+
+// contenders lists the queue, sorted by sequence number.
+func (q *queue) contenders(ctx context.Context) ([]contender, error) {
+	kids, err := q.s.children(ctx, q.dir)
+	if err != nil {
+		return nil, err
+	}
+	return q.sorted(kids)
+}
+
+func (q *queue) sorted(kids []string) ([]contender, error) {
+	cs := make([]contender, 0, len(kids))
+	for _, k := range kids {
+		if c, ok := parseContender(k, q.kinds); ok {
+			if c.seq < 0 {
+				return nil, fmt.Errorf("%w under %s (node %s)", ErrSequenceWrapped, q.dir, k)
+			}
+			cs = append(cs, c)
+		}
+	}
+	slices.SortFunc(cs, func(a, b contender) int { return int(a.seq) - int(b.seq) })
+	return cs, nil
+}
+
+// enter creates a node of kind k with data in the queue. On error nothing of
+// it is left behind.
+func (q *queue) enter(ctx context.Context, k kind, data []byte) (*ticket, error) {
+	t := &ticket{q: q, kind: k, prefix: "_c_" + uuid.NewString() + "-"}
+	if err := t.create(ctx, data); err != nil {
+		t.leave(ctx)
+		return nil, err
+	}
+	return t, nil
+}
+
+// create makes the ticket's node with Curator's protected-create recovery:
+// after a connection loss the create may or may not have happened, so the
+// parent is searched for a node with our random prefix.
+func (t *ticket) create(ctx context.Context, data []byte) error {
+	s, base := t.q.s, t.q.dir+"/"+t.prefix+t.kind.marker
+	for missing := 0; ; {
+		name, err := t.createOnce(ctx, base, data)
+		switch {
+		case err == nil:
+			t.name = name
+			return nil
+		case errors.Is(err, zk.ErrNoNode) && missing < 3:
+			missing++
+			if err := s.ensurePath(ctx, t.q.dir); err != nil {
+				return err
+			}
+		case errors.Is(err, ErrConnectionLoss):
+			if err := s.awaitUp(ctx); err != nil {
+				return err
+			}
+			found, err := t.find(ctx)
+			if err != nil {
+				return err
+			}
+			if found != "" {
+				t.name = found
+				return nil
+			}
+		default:
+			return fmt.Errorf("zkrecipes: create in %s: %w", t.q.dir, err)
+		}
+	}
+}
+
+// createOnce sends one create. If ctx ends first, it still waits (bounded)
+// for the answer, so that a node created after all is known and removed.
+func (t *ticket) createOnce(ctx context.Context, base string, data []byte) (string, error) {
+	s := t.q.s
+	if err := s.Err(); err != nil {
+		return "", err
+	}
+	type result struct {
+		path string
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		s.stats.creates.Add(1)
+		p, err := s.conn.Create(base, data, zk.FlagEphemeralSequential, s.acl)
+		ch <- result{p, err}
+	}()
+	name := func(r result) (string, error) {
+		if r.err != nil {
+			return "", s.translate(r.err)
+		}
+		return r.path[len(t.q.dir)+1:], nil
+	}
+	select {
+	case r := <-ch:
+		return name(r)
+	case <-s.done:
+		return "", s.Err()
+	case <-ctx.Done():
+		cctx, cancel := s.cleanupContext(ctx)
+		defer cancel()
+		select {
+		case r := <-ch:
+			if n, err := name(r); err == nil {
+				t.name = n
+			}
+		case <-cctx.Done():
+		case <-s.done:
+		}
+		return "", ctx.Err()
+	}
+}
+
+// find looks for the node created with the ticket's prefix. A node with the
+// prefix that another session owns is never taken as ours: it is deleted.
+func (t *ticket) find(ctx context.Context) (string, error) {
+	s := t.q.s
+	if _, err := retry(ctx, s, func(c *zk.Conn) (string, error) { return c.Sync(t.q.dir) }); err != nil {
+		return "", err
+	}
+	kids, err := s.children(ctx, t.q.dir)
+	if err != nil {
+		return "", err
+	}
+	for _, k := range kids {
+		if !strings.HasPrefix(k, t.prefix) {
+			continue
+		}
+		p := t.q.dir + "/" + k
+		st, err := s.stat(ctx, p)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if st.EphemeralOwner == s.ID() {
+			return k, nil
+		}
+		if err := s.remove(ctx, p); err != nil {
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// wait blocks until the ticket holds, and records its fencing token. With
+// try, it returns ErrLocked instead of waiting.
+func (t *ticket) wait(ctx context.Context, try bool) error {
+	s, q := t.q.s, t.q
+	for {
+		cs, err := q.contenders(ctx)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(cs, func(c contender) bool { return c.name == t.name })
+		if i < 0 {
+			if err := s.Err(); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: %s", ErrNodeLost, t.path())
+		}
+		b := blocker(cs, i)
+		if b < 0 {
+			return t.confirm(ctx)
+		}
+		if try {
+			return ErrLocked
+		}
+		if q.beforeWatch != nil {
+			q.beforeWatch(q.dir + "/" + cs[b].name)
+		}
+		ch, err := s.watchData(ctx, q.dir+"/"+cs[b].name)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // gone between listing and watching: list again
+		}
+		if err != nil {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			return s.Err()
+		}
+	}
+}
+
+// confirm checks, before the ticket counts as holding, that its node is owned
+// by this session, and takes the node's czxid as the fencing token.
+func (t *ticket) confirm(ctx context.Context) error {
+	s := t.q.s
+	st, err := s.stat(ctx, t.path())
+	if errors.Is(err, zk.ErrNoNode) {
+		if err := s.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %s", ErrNodeLost, t.path())
+	}
+	if err != nil {
+		return err
+	}
+	if st.EphemeralOwner != s.ID() {
+		return fmt.Errorf("%w: %s belongs to session 0x%x, not 0x%x", ErrNotOwner, t.path(), st.EphemeralOwner, s.ID())
+	}
+	t.token = st.Czxid
+	return nil
+}
+
+// leave deletes the ticket's node, even when ctx has ended (with a fresh,
+// bounded context), retrying across connection loss while the session lives.
+// If the node's name is unknown (a create whose answer was lost), every node
+// with the ticket's prefix is deleted.
+func (t *ticket) leave(ctx context.Context) error {
+	s := t.q.s
+	if s.Err() != nil {
+		return s.Err() // the server removed the node with the session
+	}
+	cctx, cancel := s.cleanupContext(ctx)
+	defer cancel()
+	if t.name != "" {
+		return s.remove(cctx, t.path())
+	}
+	kids, err := s.children(cctx, t.q.dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if strings.HasPrefix(k, t.prefix) {
+			if err := s.remove(cctx, t.q.dir+"/"+k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs, from Debian's packages, what the tests need and the machine lacks:
+# Apache ZooKeeper 3.8 (real server for the tests), Curator's recipes (Java
+# interop tests), kazoo (Python interop tests) and a JDK (javac).
+set -euo pipefail
+
+need=()
+[ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
+[ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
+/usr/bin/python3 -c 'import kazoo' 2>/dev/null || need+=(python3-kazoo)
+command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
+
+if [ ${#need[@]} -eq 0 ]; then
+	echo "install-deps: everything is installed"
+	exit 0
+fi
+echo "install-deps: installing ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${need[@]}"
