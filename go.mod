@@ -3,10 +3,13 @@ module github.com/zkrecipes/zkrecipes
 go 1.26.8
 
 require (
+	github.com/go-zookeeper/zk v1.0.4
+	github.com/google/uuid v1.6.0
+	go.uber.org/goleak v1.3.0
+)
+
+require (
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
-	github.com/go-zookeeper/zk v1.0.4 // indirect
-	github.com/google/uuid v1.6.0 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/exp/typeparams v0.0.0-20231108232855-2478ac86f678 // indirect
 	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect

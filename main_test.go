@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -132,6 +133,23 @@ func (e *env) waitFor(what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// watches returns the number of watches the server (the first) holds.
+func (e *env) watches() int {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := zktest.FourLetter(ctx, e.servers[0], "wchs")
+	if err != nil {
+		e.t.Fatalf("wchs: %v", err)
+	}
+	m := regexp.MustCompile(`Total watches:\s*(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		e.t.Fatalf("wchs answer without a total: %q", out)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
 
 func rawConn(t testing.TB, servers []string) (*zk.Conn, <-chan zk.Event) {

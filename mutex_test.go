@@ -277,6 +277,7 @@ func TestMutexNoHerd(t *testing.T) {
 	holder := zkrecipes.NewMutex(e.session(), lock)
 	must(t, holder.Lock(ctx), "holder: Lock")
 
+	baseline := e.watches()
 	sessions := make([]*zkrecipes.Session, waiters)
 	for i := range sessions {
 		sessions[i] = e.session()
@@ -302,6 +303,7 @@ func TestMutexNoHerd(t *testing.T) {
 		}()
 	}
 	e.waitFor("all waiters to queue", func() bool { return len(e.children(lock)) == waiters+1 })
+	e.waitFor("all waiters to watch", func() bool { return e.watches() >= baseline+waiters })
 	before := make([]zkrecipes.Stats, waiters)
 	for i, s := range sessions {
 		before[i] = s.Stats()

@@ -238,12 +238,26 @@ func (t *ticket) find(ctx context.Context) (string, error) {
 	return "", nil
 }
 
-// wait blocks until the ticket holds, and records its fencing token. With
-// try, it returns ErrLocked instead of waiting.
+// wait blocks until the ticket holds. With try, it returns ErrLocked instead
+// of waiting. Before it reports holding, the node's owner has been checked.
 func (t *ticket) wait(ctx context.Context, try bool) error {
 	s, q := t.q.s, t.q
+	// The ownership check and the first listing go out together: one round
+	// trip. The owner of a node never changes, and every later listing
+	// that still shows the node shows it is still ours.
+	var confirmed chan error
+	if t.token == 0 {
+		confirmed = make(chan error, 1)
+		go func() { confirmed <- t.confirm(ctx) }()
+	}
 	for {
 		cs, err := q.contenders(ctx)
+		if confirmed != nil {
+			if cerr := <-confirmed; cerr != nil {
+				return cerr
+			}
+			confirmed = nil
+		}
 		if err != nil {
 			return err
 		}
@@ -256,7 +270,7 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 		}
 		b := blocker(cs, i)
 		if b < 0 {
-			return t.confirm(ctx)
+			return nil
 		}
 		if try {
 			return ErrLocked
@@ -281,8 +295,9 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 	}
 }
 
-// confirm checks, before the ticket counts as holding, that its node is owned
-// by this session, and takes the node's czxid as the fencing token.
+// confirm checks that the ticket's node is owned by this session (a node left
+// by another session must never count as ours) and takes the node's czxid as
+// the fencing token.
 func (t *ticket) confirm(ctx context.Context) error {
 	s := t.q.s
 	st, err := s.stat(ctx, t.path())

@@ -7,6 +7,7 @@ set -euo pipefail
 need=()
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 [ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
+[ -f /usr/share/java/slf4j-nop.jar ] || need+=(libslf4j-java)
 /usr/bin/python3 -c 'import kazoo' 2>/dev/null || need+=(python3-kazoo)
 command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 

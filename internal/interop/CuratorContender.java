@@ -1,0 +1,319 @@
+// CuratorContender is an interop test contender built on Apache Curator.
+//
+// It repeatedly acquires one Curator recipe (InterProcessMutex, the read or
+// write side of InterProcessReadWriteLock, or LeaderLatch), marks the shared
+// marker directory while holding it, and reports any overlap with another
+// holder. See interop.go for the command-line contract; the kazoo contender
+// (kazoo_contender.py) implements the same contract.
+//
+// Exit codes: 0 done, 1 any failure (including usage errors), 3 violation.
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public class CuratorContender {
+    static final int EXIT_OK = 0;
+    static final int EXIT_FAILURE = 1;
+    static final int EXIT_VIOLATION = 3;
+
+    /** Thrown for bad command lines; reported on stderr with exit code 1. */
+    static final class UsageException extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        UsageException(String msg) {
+            super(msg);
+        }
+    }
+
+    /** One acquire/release cycle of a recipe. */
+    interface Holder {
+        void acquire(long timeoutMs) throws Exception;
+
+        void release() throws Exception;
+    }
+
+    /** Adapts a Curator InterProcessLock (mutex, read lock, write lock). */
+    static final class LockHolder implements Holder {
+        private final InterProcessLock lock;
+        private final String what;
+
+        LockHolder(InterProcessLock lock, String what) {
+            this.lock = lock;
+            this.what = what;
+        }
+
+        @Override
+        public void acquire(long timeoutMs) throws Exception {
+            if (!lock.acquire(timeoutMs, TimeUnit.MILLISECONDS)) {
+                throw new IllegalStateException("timed out after " + timeoutMs + "ms acquiring " + what);
+            }
+        }
+
+        @Override
+        public void release() throws Exception {
+            lock.release();
+        }
+    }
+
+    /** Uses a fresh LeaderLatch per cycle: start, await leadership, close. */
+    static final class LatchHolder implements Holder {
+        private final CuratorFramework client;
+        private final String path;
+        private final String id;
+        private LeaderLatch latch;
+
+        LatchHolder(CuratorFramework client, String path, String id) {
+            this.client = client;
+            this.path = path;
+            this.id = id;
+        }
+
+        @Override
+        public void acquire(long timeoutMs) throws Exception {
+            latch = new LeaderLatch(client, path, id);
+            latch.start();
+            if (!latch.await(timeoutMs, TimeUnit.MILLISECONDS) || !latch.hasLeadership()) {
+                latch.close();
+                latch = null;
+                throw new IllegalStateException("timed out after " + timeoutMs + "ms awaiting leadership of " + path);
+            }
+        }
+
+        @Override
+        public void release() throws Exception {
+            LeaderLatch l = latch;
+            latch = null;
+            if (l != null) {
+                l.close();
+            }
+        }
+    }
+
+    public static void main(String[] argv) {
+        int code;
+        try {
+            code = run(argv);
+        } catch (UsageException e) {
+            System.err.println("usage error: " + e.getMessage());
+            System.err.println("usage: CuratorContender --connect HOST:PORT[,...] --path /p --recipe mutex|read|write|latch"
+                    + " --count N --hold-ms M --marker DIR --id ID [--session-timeout-ms T] [--acquire-timeout-ms T] [--start-file F]");
+            code = EXIT_FAILURE;
+        } catch (Throwable e) {
+            System.err.println("error: " + e);
+            e.printStackTrace(System.err);
+            code = EXIT_FAILURE;
+        }
+        System.out.flush();
+        System.err.flush();
+        // Curator/ZooKeeper threads must not keep the JVM alive.
+        System.exit(code);
+    }
+
+    static Map<String, String> parse(String[] argv) throws UsageException {
+        Map<String, String> opts = new HashMap<>();
+        opts.put("session-timeout-ms", "10000");
+        opts.put("acquire-timeout-ms", "60000");
+        String[] known = {"connect", "path", "recipe", "count", "hold-ms", "marker", "id",
+            "session-timeout-ms", "acquire-timeout-ms", "start-file"};
+        for (int i = 0; i < argv.length; i++) {
+            String a = argv[i];
+            if (!a.startsWith("--")) {
+                throw new UsageException("unexpected argument " + a);
+            }
+            String key = a.substring(2);
+            String val;
+            int eq = key.indexOf('=');
+            if (eq >= 0) {
+                val = key.substring(eq + 1);
+                key = key.substring(0, eq);
+            } else {
+                if (i + 1 >= argv.length) {
+                    throw new UsageException("missing value for " + a);
+                }
+                val = argv[++i];
+            }
+            boolean ok = false;
+            for (String k : known) {
+                ok |= k.equals(key);
+            }
+            if (!ok) {
+                throw new UsageException("unknown flag --" + key);
+            }
+            opts.put(key, val);
+        }
+        for (String k : new String[] {"connect", "path", "recipe", "count", "hold-ms", "marker", "id"}) {
+            if (!opts.containsKey(k) || opts.get(k).isEmpty()) {
+                throw new UsageException("--" + k + " is required");
+            }
+        }
+        return opts;
+    }
+
+    static int intOpt(Map<String, String> opts, String key, int min) throws UsageException {
+        int v;
+        try {
+            v = Integer.parseInt(opts.get(key));
+        } catch (NumberFormatException e) {
+            throw new UsageException("--" + key + " must be an integer, got " + opts.get(key));
+        }
+        if (v < min) {
+            throw new UsageException("--" + key + " must be >= " + min);
+        }
+        return v;
+    }
+
+    static int run(String[] argv) throws Exception {
+        Map<String, String> opts = parse(argv);
+        String connect = opts.get("connect");
+        String path = opts.get("path");
+        String recipe = opts.get("recipe");
+        String id = opts.get("id");
+        int count = intOpt(opts, "count", 0);
+        int holdMs = intOpt(opts, "hold-ms", 0);
+        int sessionTimeoutMs = intOpt(opts, "session-timeout-ms", 1);
+        int acquireTimeoutMs = intOpt(opts, "acquire-timeout-ms", 1);
+        Path marker = Paths.get(opts.get("marker"));
+        boolean shared;
+        switch (recipe) {
+            case "mutex":
+            case "write":
+            case "latch":
+                shared = false;
+                break;
+            case "read":
+                shared = true;
+                break;
+            default:
+                throw new UsageException("--recipe must be mutex, read, write or latch, got " + recipe);
+        }
+        if (!Files.isDirectory(marker)) {
+            throw new UsageException("--marker " + marker + " is not a directory");
+        }
+
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(connect)
+                .sessionTimeoutMs(sessionTimeoutMs)
+                .connectionTimeoutMs(Math.min(sessionTimeoutMs, 15000))
+                .retryPolicy(new ExponentialBackoffRetry(100, 10, 2000))
+                .build();
+        try {
+            client.start();
+            if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("could not connect to " + connect + " within 30s");
+            }
+            System.out.println("READY " + id);
+            System.out.flush();
+            if (opts.containsKey("start-file")) {
+                awaitFile(Paths.get(opts.get("start-file")), acquireTimeoutMs);
+            }
+
+            Holder holder;
+            byte[] data = id.getBytes(StandardCharsets.UTF_8);
+            switch (recipe) {
+                case "mutex":
+                    holder = new LockHolder(new InterProcessMutex(client, path), "mutex " + path);
+                    break;
+                case "read":
+                    holder = new LockHolder(new InterProcessReadWriteLock(client, path, data).readLock(),
+                            "read lock " + path);
+                    break;
+                case "write":
+                    holder = new LockHolder(new InterProcessReadWriteLock(client, path, data).writeLock(),
+                            "write lock " + path);
+                    break;
+                default:
+                    holder = new LatchHolder(client, path, id);
+                    break;
+            }
+
+            for (int n = 1; n <= count; n++) {
+                holder.acquire(acquireTimeoutMs);
+                System.out.println("ACQ " + id + " " + n);
+                System.out.flush();
+                Path mine = mark(marker, shared, id, n);
+                if (holdMs > 0) {
+                    Thread.sleep(holdMs);
+                }
+                unmark(mine, id, n);
+                holder.release();
+            }
+        } finally {
+            client.close();
+        }
+        System.out.println("DONE " + id);
+        System.out.flush();
+        return EXIT_OK;
+    }
+
+    /** Blocks until f exists (a start barrier shared by all contenders). */
+    static void awaitFile(Path f, long timeoutMs) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        while (!Files.exists(f)) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new IllegalStateException("start file " + f + " did not appear within " + timeoutMs + "ms");
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    /** Reports an overlap and terminates the process with exit code 3. */
+    static void violation(String details) {
+        System.out.println("VIOLATION " + details);
+        System.out.flush();
+        System.err.flush();
+        Runtime.getRuntime().halt(EXIT_VIOLATION);
+    }
+
+    static Path mark(Path dir, boolean shared, String id, int n) throws IOException {
+        if (shared) {
+            Path mine = dir.resolve("shared-" + id + "-" + n);
+            try {
+                Files.createFile(mine);
+            } catch (FileAlreadyExistsException e) {
+                throw new IllegalStateException("marker " + mine + " already exists: duplicate --id?");
+            }
+            if (Files.exists(dir.resolve("exclusive"))) {
+                violation(id + " acquisition " + n + ": read holder found " + dir.resolve("exclusive"));
+            }
+            return mine;
+        }
+        Path mine = dir.resolve("exclusive");
+        try {
+            Files.createFile(mine);
+        } catch (FileAlreadyExistsException e) {
+            violation(id + " acquisition " + n + ": exclusive holder found existing " + mine);
+        }
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, "shared-*")) {
+            for (Path p : ds) {
+                violation(id + " acquisition " + n + ": exclusive holder found " + p);
+            }
+        }
+        return mine;
+    }
+
+    static void unmark(Path mine, String id, int n) throws IOException {
+        try {
+            Files.delete(mine);
+        } catch (NoSuchFileException e) {
+            // Someone else removed our marker while we held the recipe.
+            violation(id + " acquisition " + n + ": marker " + mine + " vanished while held");
+        }
+    }
+}

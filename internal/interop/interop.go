@@ -1,0 +1,272 @@
+// Package interop builds and runs third-party ZooKeeper recipe
+// implementations — Apache Curator (Java) and kazoo (Python) — as separate
+// "contender" processes, so tests can check that recipes implemented in this
+// module interoperate with them on a real ZooKeeper server.
+//
+// Both contenders (CuratorContender.java and kazoo_contender.py, embedded in
+// this package) implement the same command line:
+//
+//	--connect HOST:PORT[,HOST:PORT]  ZooKeeper connect string (required)
+//	--path /some/path                recipe path (required)
+//	--recipe mutex|read|write|latch  recipe to contend on (required)
+//	--count N                        acquisitions to perform (required)
+//	--hold-ms M                      how long to hold each time (required)
+//	--marker DIR                     existing directory shared by all contenders (required)
+//	--id ID                          participant id (required)
+//	--session-timeout-ms T           session timeout, default 10000
+//	--acquire-timeout-ms T           give up (exit 1) if one acquisition or the
+//	                                 start barrier takes longer, default 60000
+//	--start-file F                   after READY, wait until F exists before the
+//	                                 first acquisition (a start barrier)
+//	--node-names curator|stock       kazoo only, default curator; see below
+//
+// Recipes: mutex is Curator's InterProcessMutex; read and write are the two
+// sides of Curator's InterProcessReadWriteLock; latch is Curator's
+// LeaderLatch(client, path, id), started, awaited and closed once per
+// acquisition. The kazoo contender uses kazoo's Lock, WriteLock and ReadLock
+// with extra_lock_patterns ("-lock-"; "__WRIT__" and "__READ__" for writers;
+// "__WRIT__" for readers) and, by default, subclasses them so that kazoo's
+// own znodes are named like Curator's ("<hex>-lock-<seq>",
+// "<hex>-__WRIT__<seq>", "<hex>-__READ__<seq>", "<hex>-latch-<seq>"):
+// Curator orders lock children by the text after its lock name, and kazoo's
+// stock names ("__lock__", "__rlock__") do not contain it, so Curator would
+// order kazoo's znodes by their random prefix and ignore them. The kazoo
+// reader also avoids kazoo 2.8.0's read/write deadlock (python-zk/kazoo#649).
+// With --node-names stock the kazoo classes are used unchanged, which is not
+// Curator compatible, and latch is unsupported.
+//
+// Protocol: the contender connects and prints "READY <id>"; then N times it
+// acquires, prints "ACQ <id> <n>" (n counts from 1), marks the marker
+// directory, sleeps hold-ms, removes its mark and releases; finally it prints
+// "DONE <id>" and exits with ExitOK. An exclusive holder (mutex, write, latch)
+// creates DIR/exclusive with O_CREAT|O_EXCL semantics and then checks that no
+// DIR/shared-* file exists; a reader creates DIR/shared-<id>-<n> and then
+// checks that DIR/exclusive does not exist. Any overlap prints one line
+// "VIOLATION <details>" and exits with ExitViolation. Any other failure
+// writes a message to stderr and exits with ExitFailure. stdout carries only
+// these protocol lines.
+package interop
+
+import (
+	"context"
+	_ "embed" // contender sources
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Exit codes shared by both contenders.
+const (
+	// ExitOK means all acquisitions completed without overlap.
+	ExitOK = 0
+	// ExitFailure means a usage error, connection failure, timeout or any
+	// other error; details are on stderr.
+	ExitFailure = 1
+	// ExitViolation means the contender observed an overlapping holder and
+	// printed a VIOLATION line.
+	ExitViolation = 3
+	// ExitUnsupported means the contender cannot run the requested recipe
+	// (kazoo with --node-names stock and --recipe latch) and printed
+	// an UNSUPPORTED line.
+	ExitUnsupported = 4
+)
+
+// JavaDir is where Debian installs the Curator, ZooKeeper and dependency jars.
+const JavaDir = "/usr/share/java"
+
+// Python is the interpreter used for the kazoo contender: Debian's python3,
+// which is where the python3-kazoo package installs kazoo.
+const Python = "/usr/bin/python3"
+
+// ZooKeeperJar is the ZooKeeper server/client jar (package libzookeeper-java).
+// Its manifest Class-Path names the server's dependencies.
+const ZooKeeperJar = JavaDir + "/zookeeper.jar"
+
+//go:embed CuratorContender.java
+var curatorSource []byte
+
+//go:embed kazoo_contender.py
+var kazooSource string
+
+// curatorJars is the Curator contender's compile and run classpath. Debian's
+// guava.jar already contains the failureaccess classes.
+var curatorJars = []string{
+	"curator-recipes.jar",
+	"curator-framework.jar",
+	"curator-client.jar",
+	"zookeeper.jar",
+	"zookeeper-jute.jar",
+	"guava.jar",
+	"slf4j-api.jar",
+	"slf4j-nop.jar", // silences Curator/ZooKeeper logging
+}
+
+// curatorInstallHint names the Debian packages providing the Java side.
+const curatorInstallHint = "apt-get install default-jdk-headless libcurator-recipes-java libslf4j-java"
+
+// kazooInstallHint names the Debian packages providing the Python side.
+const kazooInstallHint = "apt-get install python3 python3-kazoo"
+
+// kazooCheck verifies that kazoo provides what kazoo_contender.py relies on:
+// extra_lock_patterns (kazoo >= 2.7.1) and the per-class node names it
+// overrides.
+const kazooCheck = `import inspect
+from kazoo.client import KazooClient
+from kazoo.recipe.lock import Lock, ReadLock, WriteLock
+assert "extra_lock_patterns" in inspect.signature(Lock.__init__).parameters, "kazoo too old: no extra_lock_patterns (need >= 2.7.1)"
+assert all(hasattr(c, "_NODE_NAME") for c in (Lock, ReadLock, WriteLock)), "unexpected kazoo lock internals"
+`
+
+func curatorClasspath() string {
+	paths := make([]string, len(curatorJars))
+	for i, j := range curatorJars {
+		paths[i] = filepath.Join(JavaDir, j)
+	}
+	return strings.Join(paths, string(os.PathListSeparator))
+}
+
+// CuratorAvailable reports whether java, javac and the Curator, ZooKeeper and
+// dependency jars under JavaDir are present. A non-nil error lists what is
+// missing and which Debian packages to apt-get install
+// (default-jdk-headless, libcurator-recipes-java, libslf4j-java).
+func CuratorAvailable() error {
+	var missing []string
+	for _, tool := range []string{"java", "javac"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool)
+		}
+	}
+	for _, j := range curatorJars {
+		if _, err := os.Stat(filepath.Join(JavaDir, j)); err != nil {
+			missing = append(missing, filepath.Join(JavaDir, j))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("interop: Curator contender unavailable, missing %s (%s)",
+			strings.Join(missing, ", "), curatorInstallHint)
+	}
+	return nil
+}
+
+// KazooAvailable reports whether Python (/usr/bin/python3) can import a kazoo
+// with the lock API the kazoo contender needs (kazoo >= 2.7.1). A non-nil
+// error says what failed and what to apt-get install (python3-kazoo).
+func KazooAvailable() error {
+	if _, err := os.Stat(Python); err != nil {
+		return fmt.Errorf("interop: kazoo contender unavailable: %v (%s)", err, kazooInstallHint)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, Python, "-I", "-c", kazooCheck).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("interop: kazoo contender unavailable: %s -c <kazoo check>: %v: %s (%s)",
+			Python, err, strings.TrimSpace(string(out)), kazooInstallHint)
+	}
+	return nil
+}
+
+// BuildCurator writes CuratorContender.java into dir (typically a test's
+// temporary directory), compiles it there with javac and returns a function
+// that builds an *exec.Cmd running the contender with the given arguments.
+// The returned commands are bound to their own ctx and are killed when it is
+// done. Call CuratorAvailable first for a friendlier error.
+func BuildCurator(ctx context.Context, dir string) (func(ctx context.Context, args ...string) *exec.Cmd, error) {
+	javac, err := exec.LookPath("javac")
+	if err != nil {
+		return nil, fmt.Errorf("interop: %w (%s)", err, curatorInstallHint)
+	}
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, fmt.Errorf("interop: %w (%s)", err, curatorInstallHint)
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("interop: %w", err)
+	}
+	src := filepath.Join(dir, "CuratorContender.java")
+	if err := os.WriteFile(src, curatorSource, 0o644); err != nil {
+		return nil, fmt.Errorf("interop: %w", err)
+	}
+	cp := curatorClasspath()
+	out, err := exec.CommandContext(ctx, javac, "-encoding", "UTF-8", "-nowarn",
+		"-cp", cp, "-d", dir, src).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("interop: javac CuratorContender.java: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	runCP := dir + string(os.PathListSeparator) + cp
+	return func(ctx context.Context, args ...string) *exec.Cmd {
+		argv := append([]string{
+			"-Xmx128m",
+			"-XX:+UseSerialGC",
+			"-XX:TieredStopAtLevel=1", // faster start-up for short runs
+			"-Dzookeeper.sasl.client=false",
+			"-cp", runCP,
+			"CuratorContender",
+		}, args...)
+		cmd := exec.CommandContext(ctx, java, argv...)
+		cmd.WaitDelay = 5 * time.Second
+		return cmd
+	}, nil
+}
+
+// Kazoo returns a command that runs the embedded kazoo_contender.py with
+// /usr/bin/python3 in isolated mode (-I, so PYTHON* variables and user site
+// packages of other interpreters cannot interfere) and the given arguments.
+// The source is passed with -c, so no file needs to exist on disk. The
+// command is killed when ctx is done.
+func Kazoo(ctx context.Context, args ...string) *exec.Cmd {
+	argv := append([]string{"-I", "-c", kazooSource}, args...)
+	cmd := exec.CommandContext(ctx, Python, argv...)
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// Args holds the contender command-line options; Argv renders them.
+type Args struct {
+	Connect          string        // --connect, required
+	Path             string        // --path, required
+	Recipe           string        // --recipe: "mutex", "read", "write" or "latch"
+	Count            int           // --count
+	Hold             time.Duration // --hold-ms
+	Marker           string        // --marker, an existing directory
+	ID               string        // --id, required
+	SessionTimeout   time.Duration // --session-timeout-ms; zero means the default (10s)
+	AcquireTimeout   time.Duration // --acquire-timeout-ms; zero means the default (60s)
+	StartFile        string        // --start-file; empty means start at once
+	KazooStockNaming bool          // --node-names stock (kazoo only)
+}
+
+// Argv returns a's command-line arguments in the contenders' format. It
+// fails if a required option is empty.
+func (a Args) Argv() ([]string, error) {
+	if a.Connect == "" || a.Path == "" || a.Recipe == "" || a.Marker == "" || a.ID == "" {
+		return nil, errors.New("interop: Args needs Connect, Path, Recipe, Marker and ID")
+	}
+	argv := []string{
+		"--connect", a.Connect,
+		"--path", a.Path,
+		"--recipe", a.Recipe,
+		"--count", strconv.Itoa(a.Count),
+		"--hold-ms", strconv.FormatInt(a.Hold.Milliseconds(), 10),
+		"--marker", a.Marker,
+		"--id", a.ID,
+	}
+	if a.SessionTimeout > 0 {
+		argv = append(argv, "--session-timeout-ms", strconv.FormatInt(a.SessionTimeout.Milliseconds(), 10))
+	}
+	if a.AcquireTimeout > 0 {
+		argv = append(argv, "--acquire-timeout-ms", strconv.FormatInt(a.AcquireTimeout.Milliseconds(), 10))
+	}
+	if a.StartFile != "" {
+		argv = append(argv, "--start-file", a.StartFile)
+	}
+	if a.KazooStockNaming {
+		argv = append(argv, "--node-names", "stock")
+	}
+	return argv, nil
+}

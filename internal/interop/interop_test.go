@@ -1,0 +1,413 @@
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// requireTools skips the test when Curator or kazoo is missing, unless CI=true.
+func requireTools(t *testing.T) {
+	t.Helper()
+	for _, err := range []error{CuratorAvailable(), KazooAvailable()} {
+		if err == nil {
+			continue
+		}
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
+// startZooKeeper runs a standalone ZooKeeper server from ZooKeeperJar on a
+// free loopback port and returns its address. The server is killed when the
+// test ends.
+func startZooKeeper(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+
+	cfg := filepath.Join(dir, "zoo.cfg")
+	conf := fmt.Sprintf("tickTime=200\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"+
+		"maxClientCnxns=0\n4lw.commands.whitelist=*\nadmin.enableServer=false\n",
+		filepath.Join(dir, "data"), port)
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "zookeeper.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("java", "-Xmx256m", "-cp", ZooKeeperJar,
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// Registered after t.TempDir, so it runs before the directory is removed.
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		logf.Close()
+	})
+	serverLog := func() string {
+		b, _ := os.ReadFile(logPath)
+		return string(b)
+	}
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			exited <- err // for the cleanup
+			t.Fatalf("ZooKeeper exited during start-up: %v\n%s", err, serverLog())
+		default:
+		}
+		if ruok(addr) == "imok" {
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ZooKeeper at %s did not answer ruok with imok within 30s\n%s", addr, serverLog())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// ruok sends ZooKeeper's "ruok" four-letter command and returns the reply.
+func ruok(addr string) string {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("ruok")); err != nil {
+		return ""
+	}
+	b, _ := io.ReadAll(c)
+	return string(b)
+}
+
+// participant describes one contender process in a mix.
+type participant struct {
+	kazoo  bool   // kazoo instead of Curator
+	recipe string // mutex, read, write, latch
+	id     string
+	path   string // overrides the mix path when set
+	stock  bool   // kazoo --node-names stock
+}
+
+// outcome is what one contender did.
+type outcome struct {
+	participant
+	code   int
+	lines  []string
+	stderr string
+}
+
+func (o outcome) String() string {
+	return fmt.Sprintf("%s (kazoo=%v recipe=%s) exit %d\nstdout:\n%s\nstderr:\n%s",
+		o.id, o.kazoo, o.recipe, o.code, strings.Join(o.lines, "\n"), o.stderr)
+}
+
+// running is a started contender.
+type running struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	ready  chan struct{} // closed when READY is printed
+	done   chan struct{} // closed when stdout hits EOF
+
+	mu    sync.Mutex
+	lines []string
+}
+
+// runMix starts all participants against the same path and marker
+// directory, releases them together once all have printed READY and
+// returns their outcomes.
+func runMix(ctx context.Context, t *testing.T, curator func(context.Context, ...string) *exec.Cmd,
+	zk, path string, count int, hold time.Duration, parts []participant) []outcome {
+	t.Helper()
+	marker := t.TempDir()
+	start := filepath.Join(t.TempDir(), "start")
+
+	procs := make([]*running, len(parts))
+	for i, p := range parts {
+		a := Args{
+			Connect:          zk,
+			Path:             path,
+			Recipe:           p.recipe,
+			Count:            count,
+			Hold:             hold,
+			Marker:           marker,
+			ID:               p.id,
+			AcquireTimeout:   20 * time.Second,
+			StartFile:        start,
+			KazooStockNaming: p.stock,
+		}
+		if p.path != "" {
+			a.Path = p.path
+		}
+		argv, err := a.Argv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &running{ready: make(chan struct{}), done: make(chan struct{})}
+		if p.kazoo {
+			r.cmd = Kazoo(ctx, argv...)
+		} else {
+			r.cmd = curator(ctx, argv...)
+		}
+		r.cmd.Stderr = &r.stderr
+		stdout, err := r.cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.cmd.Start(); err != nil {
+			t.Fatalf("start %s: %v", p.id, err)
+		}
+		go func() {
+			defer close(r.done)
+			readyClosed := false
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				line := sc.Text()
+				r.mu.Lock()
+				r.lines = append(r.lines, line)
+				r.mu.Unlock()
+				if !readyClosed && strings.HasPrefix(line, "READY ") {
+					close(r.ready)
+					readyClosed = true
+				}
+			}
+			_, _ = io.Copy(io.Discard, stdout)
+		}()
+		procs[i] = r
+	}
+
+	// Start barrier: wait until every contender is connected (or has exited).
+	for _, r := range procs {
+		select {
+		case <-r.ready:
+		case <-r.done:
+		case <-ctx.Done():
+		}
+	}
+	if err := os.WriteFile(start, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	outs := make([]outcome, len(parts))
+	for i, r := range procs {
+		<-r.done
+		err := r.cmd.Wait()
+		code := 0
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee):
+			code = ee.ExitCode()
+		default:
+			t.Errorf("wait %s: %v", parts[i].id, err)
+			code = -1
+		}
+		r.mu.Lock()
+		outs[i] = outcome{participant: parts[i], code: code, lines: r.lines, stderr: r.stderr.String()}
+		r.mu.Unlock()
+	}
+	return outs
+}
+
+// checkClean asserts that every contender completed all acquisitions
+// without seeing an overlap.
+func checkClean(t *testing.T, count int, outs []outcome) {
+	t.Helper()
+	for _, o := range outs {
+		acq := 0
+		ok := o.code == ExitOK
+		for _, l := range o.lines {
+			switch {
+			case strings.HasPrefix(l, "VIOLATION"):
+				ok = false
+			case strings.HasPrefix(l, "ACQ "):
+				acq++
+			}
+		}
+		if len(o.lines) == 0 || o.lines[0] != "READY "+o.id ||
+			o.lines[len(o.lines)-1] != "DONE "+o.id || acq != count {
+			ok = false
+		}
+		if !ok {
+			t.Errorf("contender %s did not finish cleanly (want %d ACQ lines): %s", o.id, count, o)
+		}
+	}
+}
+
+func TestInterop(t *testing.T) {
+	requireTools(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Second)
+	defer cancel()
+
+	// Compile the Curator contender while ZooKeeper starts.
+	type built struct {
+		run func(context.Context, ...string) *exec.Cmd
+		err error
+	}
+	buildDir := t.TempDir()
+	buildc := make(chan built, 1)
+	buildDone := make(chan struct{})
+	go func() {
+		defer close(buildDone)
+		run, err := BuildCurator(ctx, buildDir)
+		buildc <- built{run, err}
+	}()
+	// If start-up fails, let javac (killed via ctx) finish before buildDir
+	// is removed.
+	t.Cleanup(func() { <-buildDone })
+	zk := startZooKeeper(t)
+	b := <-buildc
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	curator := b.run
+	const count, hold = 10, 5 * time.Millisecond
+
+	t.Run("mutex", func(t *testing.T) {
+		outs := runMix(ctx, t, curator, zk, "/interop/mutex", count, hold, []participant{
+			{recipe: "mutex", id: "curator-1"},
+			{recipe: "mutex", id: "curator-2"},
+			{kazoo: true, recipe: "mutex", id: "kazoo-1"},
+			{kazoo: true, recipe: "mutex", id: "kazoo-2"},
+		})
+		checkClean(t, count, outs)
+	})
+
+	t.Run("rwlock", func(t *testing.T) {
+		outs := runMix(ctx, t, curator, zk, "/interop/rw", count, hold, []participant{
+			{recipe: "write", id: "curator-w"},
+			{recipe: "read", id: "curator-r1"},
+			{recipe: "read", id: "curator-r2"},
+			{kazoo: true, recipe: "write", id: "kazoo-w"},
+			{kazoo: true, recipe: "read", id: "kazoo-r"},
+		})
+		checkClean(t, count, outs)
+	})
+
+	t.Run("latch", func(t *testing.T) {
+		outs := runMix(ctx, t, curator, zk, "/interop/latch", count, hold, []participant{
+			{recipe: "latch", id: "curator-l1"},
+			{recipe: "latch", id: "curator-l2"},
+		})
+		checkClean(t, count, outs)
+	})
+
+	// kazoo's Lock with Curator's "-latch-" node naming behaves as a
+	// LeaderLatch participant.
+	t.Run("latch_with_kazoo", func(t *testing.T) {
+		outs := runMix(ctx, t, curator, zk, "/interop/latch-mixed", count, hold, []participant{
+			{recipe: "latch", id: "curator-l1"},
+			{recipe: "latch", id: "curator-l2"},
+			{kazoo: true, recipe: "latch", id: "kazoo-l1"},
+		})
+		checkClean(t, count, outs)
+	})
+
+	// Negative control: contenders on different paths share the marker
+	// directory, so the marker protocol must report an overlap.
+	t.Run("detects_overlap", func(t *testing.T) {
+		outs := runMix(ctx, t, curator, zk, "", 20, 50*time.Millisecond, []participant{
+			{recipe: "mutex", id: "curator-a", path: "/interop/control-a"},
+			{kazoo: true, recipe: "mutex", id: "kazoo-b", path: "/interop/control-b"},
+		})
+		violations := 0
+		for _, o := range outs {
+			if o.code != ExitOK && o.code != ExitViolation {
+				t.Errorf("contender %s: unexpected exit: %s", o.id, o)
+			}
+			if o.code == ExitViolation {
+				if last := o.lines[len(o.lines)-1]; !strings.HasPrefix(last, "VIOLATION ") {
+					t.Errorf("contender %s exited %d without a VIOLATION line: %s", o.id, o.code, o)
+				}
+				violations++
+			}
+		}
+		if violations == 0 {
+			t.Errorf("overlapping holders were not detected:\n%s\n%s", outs[0], outs[1])
+		}
+	})
+}
+
+func TestKazooStockLatchUnsupported(t *testing.T) {
+	if err := KazooAvailable(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	argv, err := Args{Connect: "127.0.0.1:1", Path: "/x", Recipe: "latch", Count: 1,
+		Marker: t.TempDir(), ID: "k", KazooStockNaming: true}.Argv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := Kazoo(t.Context(), argv...)
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitUnsupported || !strings.HasPrefix(string(out), "UNSUPPORTED") {
+		t.Fatalf("want exit %d and UNSUPPORTED, got %v, stdout %q", ExitUnsupported, err, out)
+	}
+}
+
+func TestUsageErrorsExitOne(t *testing.T) {
+	if err := KazooAvailable(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	cmd := Kazoo(t.Context(), "--recipe", "nope")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitFailure || len(out) != 0 || stderr.Len() == 0 {
+		t.Fatalf("want exit %d, empty stdout and a message on stderr; got %v, stdout %q, stderr %q",
+			ExitFailure, err, out, stderr.String())
+	}
+}
+
+func TestArgv(t *testing.T) {
+	got, err := Args{Connect: "h:1", Path: "/p", Recipe: "read", Count: 3, Hold: 1500 * time.Millisecond,
+		Marker: "/m", ID: "x", SessionTimeout: 4 * time.Second, StartFile: "/s"}.Argv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "--connect h:1 --path /p --recipe read --count 3 --hold-ms 1500 --marker /m --id x " +
+		"--session-timeout-ms 4000 --start-file /s"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("Argv = %q, want %q", strings.Join(got, " "), want)
+	}
+	if _, err := (Args{}).Argv(); err == nil {
+		t.Fatal("Argv of empty Args succeeded")
+	}
+}

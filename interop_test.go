@@ -1,0 +1,179 @@
+package zkrecipes_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/internal/interop"
+)
+
+// TestMutexInterop runs Curator's InterProcessMutex, kazoo's Lock and
+// zkrecipes' Mutex on one path at the same time. Every contender marks a
+// shared directory while it holds; any overlap is a violation.
+func TestMutexInterop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts JVMs and Python")
+	}
+	e := newEnv(t)
+	for _, err := range []error{interop.CuratorAvailable(), interop.KazooAvailable()} {
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatal(err)
+			}
+			t.Skip(err)
+		}
+	}
+	ctx := ctxTimeout(t, 3*time.Minute)
+	curator, err := interop.BuildCurator(ctx, t.TempDir())
+	must(t, err, "build the Curator contender")
+
+	cases := []struct {
+		name                  string
+		curators, kazoos, gos int
+		stockKazoo            bool
+	}{
+		// kazoo with Curator-style node names: all three see each other.
+		{name: "curator+kazoo+zkrecipes", curators: 2, kazoos: 2, gos: 2},
+		// kazoo's own names ("__lock__"): zkrecipes counts them as
+		// contenders (Curator does not, so it stays out of this mix).
+		{name: "stock-kazoo+zkrecipes", kazoos: 2, gos: 2, stockKazoo: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			lock := e.path + "/" + c.name
+			marker, start := t.TempDir(), filepath.Join(t.TempDir(), "start")
+			args := func(id string) []string {
+				argv, err := interop.Args{
+					Connect: strings.Join(e.servers, ","), Path: lock, Recipe: "mutex",
+					Count: 10, Hold: 5 * time.Millisecond, Marker: marker, ID: id,
+					StartFile: start, KazooStockNaming: c.stockKazoo,
+				}.Argv()
+				must(t, err, "contender args")
+				return argv
+			}
+			var procs []*contenderProc
+			for i := range c.curators {
+				procs = append(procs, startContender(t, curator(ctx, args(fmt.Sprintf("curator-%d", i))...)))
+			}
+			for i := range c.kazoos {
+				procs = append(procs, startContender(t, interop.Kazoo(ctx, args(fmt.Sprintf("kazoo-%d", i))...)))
+			}
+			for _, p := range procs {
+				p.waitReady(t)
+			}
+			must(t, os.WriteFile(start, nil, 0o644), "start barrier")
+
+			var wg sync.WaitGroup
+			for i := range c.gos {
+				s := e.session()
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					m := zkrecipes.NewMutex(s, lock)
+					for n := range 10 {
+						must(t, m.Lock(ctx), "zkrecipes-%d: Lock", i)
+						if err := markExclusive(marker); err != nil {
+							t.Errorf("zkrecipes-%d round %d: %v", i, n, err)
+						}
+						time.Sleep(5 * time.Millisecond)
+						os.Remove(filepath.Join(marker, "exclusive"))
+						must(t, m.Unlock(ctx), "zkrecipes-%d: Unlock", i)
+					}
+				}()
+			}
+			wg.Wait()
+			for _, p := range procs {
+				p.wait(t)
+			}
+			e.empty(lock)
+		})
+	}
+}
+
+// markExclusive claims the marker directory as an exclusive holder, as the
+// interop contenders do.
+func markExclusive(dir string) error {
+	f, err := os.OpenFile(filepath.Join(dir, "exclusive"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return errors.New("VIOLATION: another exclusive holder is inside")
+	}
+	if err != nil {
+		return err
+	}
+	f.Close()
+	if shared, _ := filepath.Glob(filepath.Join(dir, "shared-*")); len(shared) > 0 {
+		return fmt.Errorf("VIOLATION: readers inside with an exclusive holder: %v", shared)
+	}
+	return nil
+}
+
+// contenderProc is a running interop contender.
+type contenderProc struct {
+	cmd    *exec.Cmd
+	ready  chan struct{}
+	stderr bytes.Buffer
+	lines  []string
+	done   chan struct{}
+}
+
+func startContender(t *testing.T, cmd *exec.Cmd) *contenderProc {
+	t.Helper()
+	p := &contenderProc{cmd: cmd, ready: make(chan struct{}), done: make(chan struct{})}
+	cmd.Stderr = &p.stderr
+	out, err := cmd.StdoutPipe()
+	must(t, err, "stdout pipe")
+	must(t, cmd.Start(), "start %s", cmd.Path)
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.lines = append(p.lines, sc.Text())
+			if strings.HasPrefix(sc.Text(), "READY ") {
+				close(p.ready)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return p
+}
+
+func (p *contenderProc) waitReady(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.ready:
+	case <-p.done:
+		p.cmd.Wait()
+		t.Fatalf("contender exited before READY: %v\nstderr: %s", p.cmd.ProcessState, p.stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("contender not READY after 60s\nstderr: %s", p.stderr.String())
+	}
+}
+
+func (p *contenderProc) wait(t *testing.T) {
+	t.Helper()
+	<-p.done
+	err := p.cmd.Wait()
+	for _, l := range p.lines {
+		if strings.HasPrefix(l, "VIOLATION") {
+			t.Errorf("%s", l)
+		}
+	}
+	if err != nil {
+		t.Errorf("contender %v: %v\nstdout: %s\nstderr: %s", p.cmd.Args[len(p.cmd.Args)-1], err, strings.Join(p.lines, "\n"), p.stderr.String())
+	}
+}

@@ -1,0 +1,287 @@
+package zktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Cluster is a running standalone ZooKeeper server or ensemble started by
+// Start. Members are numbered from 0 in the order of Addrs; ZooKeeper's
+// myid of member i is i+1. Its methods are safe for concurrent use and
+// panic if given a member index out of range.
+type Cluster struct {
+	opts    Options
+	jvm     jvm
+	dir     string
+	members []*member
+
+	mu     sync.Mutex // guards closed against starting processes
+	closed bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start starts a standalone ZooKeeper server (opts.Servers <= 1) or an
+// ensemble of opts.Servers members, each in its own temporary directory and
+// on its own free ports on 127.0.0.1, and returns once every member serves
+// clients: srvr reports "Mode: standalone" for a standalone server and
+// "Mode: leader" or "Mode: follower" for every ensemble member. Ensemble
+// members start concurrently. If ctx has no deadline, Start gives up after
+// 90 seconds.
+//
+// On failure, Start kills every process it started, removes its
+// directories, and returns an error that quotes the end of the failing
+// member's log. If a member found its port taken by another process, Start
+// tries again with new ports. If Java or ZooKeeper is missing, Start
+// returns the error of Available.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	opts = opts.withDefaults()
+	j, err := findJVM()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		c, err := start(ctx, opts, j)
+		if err == nil || attempt == 3 || !errors.Is(err, errPortTaken) {
+			return c, err
+		}
+	}
+}
+
+func start(ctx context.Context, opts Options, j jvm) (c *Cluster, err error) {
+	dir, err := os.MkdirTemp("", "zktest-")
+	if err != nil {
+		return nil, fmt.Errorf("zktest: %w", err)
+	}
+	c = &Cluster{opts: opts, jvm: j, dir: dir}
+	defer func() {
+		if err != nil {
+			c.Close()
+			c = nil
+		}
+	}()
+	if err := c.layout(); err != nil {
+		return nil, err
+	}
+	for _, m := range c.members {
+		if err := m.start(j, opts); err != nil {
+			return nil, err
+		}
+	}
+
+	// Wait for all members together; the first failure ends the wait.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(c.members))
+	for _, m := range c.members {
+		go func() { errc <- c.waitServing(ctx, m) }()
+	}
+	var first error
+	for range c.members {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+			cancel()
+		}
+	}
+	return c, first
+}
+
+// layout creates the members' directories and configuration files.
+func (c *Cluster) layout() error {
+	n := c.opts.Servers
+	ports, err := freePorts(3 * n)
+	if err != nil {
+		return err
+	}
+	var log *sharedWriter
+	if c.opts.Log != nil {
+		log = &sharedWriter{w: c.opts.Log}
+	}
+	for i := range n {
+		dir := filepath.Join(c.dir, "zk"+strconv.Itoa(i+1))
+		m := &member{
+			id:           i + 1,
+			dir:          dir,
+			dataDir:      filepath.Join(dir, "data"),
+			cfgPath:      filepath.Join(dir, "zoo.cfg"),
+			logPath:      filepath.Join(dir, "zookeeper.log"),
+			clientPort:   ports[3*i],
+			peerPort:     ports[3*i+1],
+			electionPort: ports[3*i+2],
+		}
+		if log != nil {
+			m.log, m.tail = log, new(tailBuffer)
+		}
+		c.members = append(c.members, m)
+	}
+	for _, m := range c.members {
+		if err := os.MkdirAll(m.dataDir, 0o755); err != nil {
+			return fmt.Errorf("zktest: %w", err)
+		}
+		if n > 1 {
+			myid := []byte(strconv.Itoa(m.id) + "\n")
+			if err := os.WriteFile(filepath.Join(m.dataDir, "myid"), myid, 0o644); err != nil {
+				return fmt.Errorf("zktest: %w", err)
+			}
+		}
+		if err := os.WriteFile(m.cfgPath, []byte(config(c.opts, m, c.members)), 0o644); err != nil {
+			return fmt.Errorf("zktest: %w", err)
+		}
+	}
+	return nil
+}
+
+// waitServing polls m with srvr until it serves clients in the mode the
+// cluster expects, the process exits, or ctx is done.
+func (c *Cluster) waitServing(ctx context.Context, m *member) error {
+	exited := m.exited()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		pollCtx, cancel := context.WithTimeout(ctx, time.Second)
+		mode, err := m.mode(pollCtx)
+		cancel()
+		if err == nil && c.serving(mode) {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("mode %s", mode)
+		}
+		last = err
+		select {
+		case <-exited:
+			return m.failure("exited before serving", nil)
+		case <-ctx.Done():
+			return m.failure(fmt.Sprintf("not serving: %v (last srvr: %v)", ctx.Err(), last), ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// serving reports whether a member in mode serves as the cluster expects.
+func (c *Cluster) serving(mode string) bool {
+	if len(c.members) == 1 {
+		return mode == "standalone"
+	}
+	return mode == "leader" || mode == "follower"
+}
+
+func (c *Cluster) member(i int) *member {
+	if i < 0 || i >= len(c.members) {
+		panic(fmt.Sprintf("zktest: member %d out of range [0, %d)", i, len(c.members)))
+	}
+	return c.members[i]
+}
+
+// Addrs returns the client addresses ("127.0.0.1:port") of all members in
+// index order. The slice is a copy.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.members))
+	for i, m := range c.members {
+		addrs[i] = m.addr()
+	}
+	return addrs
+}
+
+// Addr returns the client address ("127.0.0.1:port") of member i. It stays
+// the same across Stop, Kill and Restart.
+func (c *Cluster) Addr(i int) string {
+	return c.member(i).addr()
+}
+
+// Stop stops member i gracefully with SIGTERM and waits for it to exit; if
+// it has not exited after 10 seconds it is killed. Stopping a member that
+// is not running does nothing.
+func (c *Cluster) Stop(i int) error {
+	return c.member(i).stop(syscall.SIGTERM, stopGrace)
+}
+
+// Kill kills member i with SIGKILL, as a crash would, and waits for it to
+// exit. Killing a member that is not running does nothing.
+func (c *Cluster) Kill(i int) error {
+	return c.member(i).stop(syscall.SIGKILL, 0)
+}
+
+// Restart starts the stopped or killed member i again with the same
+// configuration, ports and data directory, and waits until it serves: a
+// standalone server in mode standalone, an ensemble member as leader or
+// follower (which needs a quorum of running members). If ctx has no
+// deadline, Restart gives up after 90 seconds. On failure the member is
+// killed again and the error quotes the end of its log.
+func (c *Cluster) Restart(ctx context.Context, i int) error {
+	m := c.member(i)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("zktest: restart member %d: cluster is closed", m.id)
+	}
+	err := m.start(c.jvm, c.opts)
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	if err := c.waitServing(ctx, m); err != nil {
+		m.stop(syscall.SIGKILL, 0)
+		return err
+	}
+	return nil
+}
+
+// Running reports whether the process of member i is alive. A running
+// member does not necessarily serve clients; see Mode.
+func (c *Cluster) Running(i int) bool {
+	return c.member(i).running()
+}
+
+// Mode returns the mode that member i reports in its srvr answer:
+// "standalone", "leader" or "follower". It returns an error if the member
+// cannot be reached or does not currently serve clients.
+func (c *Cluster) Mode(ctx context.Context, i int) (string, error) {
+	return c.member(i).mode(ctx)
+}
+
+// Close kills every member, waits for the processes to exit and removes
+// the temporary directories. It leaves no goroutine behind, may be called
+// more than once, and returns the same result each time.
+func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		var errs []error
+		for _, m := range c.members {
+			errs = append(errs, m.stop(syscall.SIGKILL, 0))
+		}
+		if err := os.RemoveAll(c.dir); err != nil {
+			errs = append(errs, fmt.Errorf("zktest: %w", err))
+		}
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}
+
+// defaultStartTimeout bounds Start and Restart when their context has no
+// deadline.
+const defaultStartTimeout = 90 * time.Second
+
+// withDefaultTimeout bounds ctx by defaultStartTimeout unless it has a
+// deadline already.
+func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, defaultStartTimeout)
+}

@@ -1,0 +1,163 @@
+package zktest
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+func TestStandaloneKillRestart(t *testing.T) {
+	checkLeaks(t)
+	var log bytes.Buffer // read only after Close
+	c := StartT(t, Options{Log: &log})
+	ctx := testContext(t)
+	if mode, err := c.Mode(ctx, 0); err != nil || mode != "standalone" {
+		t.Fatalf("Mode = %q, %v; want standalone", mode, err)
+	}
+	if got := c.Addrs(); len(got) != 1 || got[0] != c.Addr(0) || !strings.HasPrefix(got[0], "127.0.0.1:") {
+		t.Fatalf("Addrs = %v, Addr(0) = %v", got, c.Addr(0))
+	}
+
+	conn, _ := connectZK(t, c.Addr(0))
+	if _, err := conn.Create("/kept", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.Kill(0); err != nil {
+		t.Fatal(err)
+	}
+	if c.Running(0) {
+		t.Fatal("Running after Kill")
+	}
+	if _, err := FourLetter(ctx, c.Addr(0), "ruok"); err == nil {
+		t.Fatal("killed server answered ruok")
+	}
+	if err := c.Restart(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Running(0) {
+		t.Fatal("not Running after Restart")
+	}
+	if err := c.Restart(ctx, 0); err == nil {
+		t.Fatal("Restart of a running member succeeded")
+	}
+	waitState(t, conn, zk.StateHasSession, 10*time.Second)
+	if !exists(t, conn, "/kept") {
+		t.Fatal("node lost across Kill and Restart")
+	}
+
+	if err := c.Stop(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(0); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	if err := c.Restart(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := FourLetter(ctx, c.Addr(0), "ruok"); err != nil || got != "imok" {
+		t.Fatalf("ruok after Stop and Restart = %q, %v", got, err)
+	}
+
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := c.Restart(ctx, 0); err == nil {
+		t.Fatal("Restart after Close succeeded")
+	}
+	if _, err := os.Stat(c.dir); !os.IsNotExist(err) {
+		t.Fatalf("temp dir %s not removed: %v", c.dir, err)
+	}
+	if !strings.Contains(log.String(), "QuorumPeerConfig") {
+		t.Fatalf("Options.Log got no server log:\n%s", log.String())
+	}
+}
+
+func TestEnsembleSurvivesKill(t *testing.T) {
+	checkLeaks(t)
+	c := StartT(t, Options{Servers: 3})
+	ctx := testContext(t)
+	leader := -1
+	for i := range 3 {
+		mode, err := c.Mode(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch mode {
+		case "leader":
+			if leader >= 0 {
+				t.Fatalf("members %d and %d are both leaders", leader, i)
+			}
+			leader = i
+		case "follower":
+		default:
+			t.Fatalf("member %d in mode %q", i, mode)
+		}
+	}
+	if leader < 0 {
+		t.Fatal("no leader")
+	}
+
+	conn, _ := connectZK(t, c.Addrs()...)
+	if _, err := conn.Create("/ensemble", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := c.Kill(leader); err != nil {
+		t.Fatal(err)
+	}
+	if c.Running(leader) {
+		t.Fatal("leader Running after Kill")
+	}
+	// The two others elect a new leader and serve on.
+	waitFor(t, 30*time.Second, func() bool {
+		leaders := 0
+		for i := range 3 {
+			if i == leader {
+				continue
+			}
+			mode, err := c.Mode(ctx, i)
+			if err != nil || mode != "leader" && mode != "follower" {
+				return false
+			}
+			if mode == "leader" {
+				leaders++
+			}
+		}
+		return leaders == 1
+	}, "a new leader")
+	waitState(t, conn, zk.StateHasSession, 20*time.Second)
+	if !exists(t, conn, "/ensemble") {
+		t.Fatal("node lost after the leader was killed")
+	}
+
+	if err := c.Restart(ctx, leader); err != nil {
+		t.Fatal(err)
+	}
+	if mode, err := c.Mode(ctx, leader); err != nil || mode != "follower" && mode != "leader" {
+		t.Fatalf("restarted member: Mode = %q, %v", mode, err)
+	}
+}
+
+func TestStartFailureQuotesLog(t *testing.T) {
+	checkLeaks(t)
+	SkipOrFail(t, Available())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := Start(ctx, Options{Heap: "lots"})
+	if err == nil {
+		c.Close()
+		t.Fatal("Start with a bad heap size succeeded")
+	}
+	if !strings.Contains(err.Error(), "Invalid maximum heap size") {
+		t.Fatalf("error does not quote the log: %v", err)
+	}
+}

@@ -1,0 +1,72 @@
+package zktest
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Options configure a ZooKeeper started for tests. The zero value starts a
+// standalone server with a 100ms tick and a 256 MiB heap.
+type Options struct {
+	// Servers is the number of members: 1 (the default) starts a
+	// standalone server, n > 1 an ensemble of n members.
+	Servers int
+
+	// TickTime is ZooKeeper's tick; the default is 100ms. Sessions may
+	// ask for timeouts from 2 ticks (minSessionTimeout) up to 60s
+	// (maxSessionTimeout).
+	TickTime time.Duration
+
+	// Heap is the JVM's maximum heap (-Xmx), "256m" by default.
+	Heap string
+
+	// Log receives the standard output and error of every member. By
+	// default each member writes to zookeeper.log in its own temporary
+	// directory. Either way, startup errors quote the end of the log.
+	Log io.Writer
+}
+
+func (o Options) withDefaults() Options {
+	if o.Servers <= 0 {
+		o.Servers = 1
+	}
+	if o.TickTime <= 0 {
+		o.TickTime = 100 * time.Millisecond
+	}
+	if o.Heap == "" {
+		o.Heap = "256m"
+	}
+	return o
+}
+
+// config renders the zoo.cfg of member m. Ensembles (len(peers) > 1) get
+// server.N lines; a single member gets a plain standalone configuration.
+func config(opts Options, m *member, peers []*member) string {
+	tick := max(opts.TickTime.Milliseconds(), 1)
+	var b strings.Builder
+	line := func(format string, args ...any) {
+		fmt.Fprintf(&b, format+"\n", args...)
+	}
+	line("tickTime=%d", tick)
+	line("dataDir=%s", m.dataDir)
+	line("clientPort=%d", m.clientPort)
+	line("clientPortAddress=127.0.0.1")
+	line("minSessionTimeout=%d", 2*tick)
+	line("maxSessionTimeout=%d", max(60000, 2*tick))
+	line("maxClientCnxns=0")
+	line("4lw.commands.whitelist=*")
+	line("admin.enableServer=false")
+	// Test data need not survive a machine crash; skipping fsync makes
+	// writes fast. A killed JVM loses nothing, the OS has the bytes.
+	line("forceSync=no")
+	if len(peers) > 1 {
+		line("initLimit=10")
+		line("syncLimit=5")
+		for _, p := range peers {
+			line("server.%d=127.0.0.1:%d:%d", p.id, p.peerPort, p.electionPort)
+		}
+	}
+	return b.String()
+}

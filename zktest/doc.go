@@ -1,0 +1,20 @@
+// Package zktest runs real Apache ZooKeeper servers for tests.
+//
+// Start (or StartT inside a test) launches a standalone server or an
+// ensemble of JVMs on free loopback ports, each member in its own temporary
+// directory, and returns once every member serves clients. The Cluster it
+// returns can stop, kill and restart members to exercise failover, and
+// Close removes everything it started.
+//
+// For fault injection between one client and one server, Proxy forwards TCP
+// connections and can delay, pause, blackhole or cut them, including a
+// one-shot trap that cuts a connection right after a chosen ZooKeeper
+// request. ExpireSession forces a session to expire on the server, and
+// FourLetter sends four-letter-word commands such as "ruok" and "srvr".
+//
+// The package needs Java and ZooKeeper (3.8 is tested). It looks for the
+// Debian package layout (/usr/share/java/zookeeper.jar, installed with
+// "apt-get install -y zookeeper") unless ZOOKEEPER_HOME names an unpacked
+// release; ZKTEST_JAVA selects the java binary. Available reports what is
+// missing.
+package zktest

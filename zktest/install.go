@@ -1,0 +1,117 @@
+package zktest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// debianJar is where the Debian zookeeper package installs the server jar.
+// Its manifest Class-Path names every dependency.
+const debianJar = "/usr/share/java/zookeeper.jar"
+
+// installHint tells a reader how to get ZooKeeper.
+const installHint = "install it with `apt-get install -y zookeeper` or set ZOOKEEPER_HOME to an unpacked Apache ZooKeeper release"
+
+// unavailableError reports that Java or ZooKeeper is not installed.
+// SkipOrFail skips tests for it outside CI.
+type unavailableError struct{ msg string }
+
+func (e *unavailableError) Error() string { return "zktest: " + e.msg }
+
+// jvm is what is needed to launch a ZooKeeper JVM.
+type jvm struct {
+	java      string
+	classpath string
+}
+
+// Available reports whether ZooKeeper can be started: it returns nil when a
+// java binary and the ZooKeeper jars are found, and otherwise an error that
+// says what is missing and how to install it.
+//
+// java is $ZKTEST_JAVA if set, else "java" on $PATH. The jars come from
+// $ZOOKEEPER_HOME (lib/*.jar and *.jar) if set, else from the Debian
+// package (/usr/share/java/zookeeper.jar).
+func Available() error {
+	_, err := findJVM()
+	return err
+}
+
+func findJVM() (jvm, error) {
+	java, err := findJava()
+	if err != nil {
+		return jvm{}, err
+	}
+	cp, err := findClasspath()
+	if err != nil {
+		return jvm{}, err
+	}
+	return jvm{java: java, classpath: cp}, nil
+}
+
+func findJava() (string, error) {
+	if j := os.Getenv("ZKTEST_JAVA"); j != "" {
+		p, err := exec.LookPath(j)
+		if err != nil {
+			return "", &unavailableError{fmt.Sprintf("ZKTEST_JAVA=%s is not executable: %v", j, err)}
+		}
+		return p, nil
+	}
+	p, err := exec.LookPath("java")
+	if err != nil {
+		return "", &unavailableError{"java not found on PATH (set ZKTEST_JAVA to a java binary); " + installHint + ", which pulls in Java"}
+	}
+	return p, nil
+}
+
+func findClasspath() (string, error) {
+	if home := os.Getenv("ZOOKEEPER_HOME"); home != "" {
+		return homeClasspath(home)
+	}
+	if _, err := os.Stat(debianJar); err != nil {
+		return "", &unavailableError{fmt.Sprintf("ZooKeeper not found (%s missing and ZOOKEEPER_HOME unset); %s", debianJar, installHint)}
+	}
+	cp := []string{debianJar}
+	// The Debian jar names no logging backend, so ZooKeeper would log
+	// nothing. slf4j-simple (a dependency of the package) writes the log
+	// to stderr, which ends up in the member's log.
+	if simple := filepath.Join(filepath.Dir(debianJar), "slf4j-simple.jar"); fileExists(simple) {
+		cp = append(cp, simple)
+	}
+	return strings.Join(cp, string(os.PathListSeparator)), nil
+}
+
+// homeClasspath lists the jars of an unpacked release: lib/*.jar and *.jar,
+// plus conf/ so that its logging configuration is found.
+func homeClasspath(home string) (string, error) {
+	lib, _ := filepath.Glob(filepath.Join(home, "lib", "*.jar"))
+	top, _ := filepath.Glob(filepath.Join(home, "*.jar"))
+	jars := append(lib, top...)
+	found := false
+	for _, j := range jars {
+		if strings.HasPrefix(filepath.Base(j), "zookeeper-") {
+			found = true
+		}
+	}
+	if !found {
+		return "", &unavailableError{fmt.Sprintf("ZOOKEEPER_HOME=%s holds no zookeeper-*.jar in lib/ or at the top; %s", home, installHint)}
+	}
+	if conf := filepath.Join(home, "conf"); fileExists(conf) {
+		jars = append(jars, conf)
+	}
+	return strings.Join(jars, string(os.PathListSeparator)), nil
+}
+
+func fileExists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
+}
+
+// isUnavailable reports whether err says that Java or ZooKeeper is missing.
+func isUnavailable(err error) bool {
+	var u *unavailableError
+	return errors.As(err, &u)
+}

@@ -1,0 +1,167 @@
+package zktest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+)
+
+// shared is a standalone server for the tests that need any server; it is
+// started once in TestMain, and its start error is reported per test.
+var shared struct {
+	c   *Cluster
+	err error
+}
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	shared.c, shared.err = Start(ctx, Options{})
+	cancel()
+	code := m.Run()
+	if shared.c != nil {
+		if err := shared.c.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// sharedAddr returns the address of the shared server, or skips or fails
+// the test if it did not start.
+func sharedAddr(t *testing.T) string {
+	t.Helper()
+	SkipOrFail(t, shared.err)
+	return shared.c.Addr(0)
+}
+
+// checkLeaks fails the test if it leaves goroutines behind once its
+// cleanups have run.
+func checkLeaks(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Printf(string, ...any) {}
+
+// connectZK opens a go-zookeeper session to the servers at addrs and waits until it has a
+// session. The connection is closed, and its goroutines are gone, when the
+// test ends.
+func connectZK(t *testing.T, addrs ...string) (*zk.Conn, <-chan zk.Event) {
+	t.Helper()
+	conn, events, err := zk.Connect(addrs, 10*time.Second, zk.WithLogger(nopLogger{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		for range events {
+		}
+	})
+	waitState(t, conn, zk.StateHasSession, 10*time.Second)
+	return conn, events
+}
+
+// waitState waits until conn is in state.
+func waitState(t *testing.T, conn *zk.Conn, state zk.State, timeout time.Duration) {
+	t.Helper()
+	waitFor(t, timeout, func() bool { return conn.State() == state }, "connection state %v", state)
+}
+
+// waitFor polls cond until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for "+format, append([]any{timeout}, args...)...)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// testPath returns a node path that no earlier test run used, since the
+// shared server keeps its nodes across runs (go test -count).
+func testPath(name string) string {
+	return fmt.Sprintf("/%s-%d", name, time.Now().UnixNano())
+}
+
+func exists(t *testing.T, conn *zk.Conn, path string) bool {
+	t.Helper()
+	ok, _, err := conn.Exists(path)
+	if err != nil {
+		t.Fatalf("exists %s: %v", path, err)
+	}
+	return ok
+}
+
+// opCreate is the operation code of a create request.
+const opCreate = 1
+
+// rawSession is a ZooKeeper session spoken by hand, to learn its id and
+// password.
+type rawSession struct {
+	net.Conn
+	session
+	xid int32
+}
+
+// rawConnect opens a session (id 0 for a new one) on a fresh connection.
+func rawConnect(t *testing.T, addr string, id int64, passwd []byte) *rawSession {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	s, err := handshake(conn, id, passwd, 30000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rawSession{Conn: conn, session: s}
+}
+
+// create creates an empty node with an open ACL.
+func (r *rawSession) create(path string, ephemeral bool) error {
+	r.xid++
+	e := newEncoder()
+	e.int32(r.xid)
+	e.int32(opCreate)
+	e.string(path)
+	e.buffer(nil)
+	e.int32(1) // one ACL
+	e.int32(31)
+	e.string("world")
+	e.string("anyone")
+	var flags int32
+	if ephemeral {
+		flags = 1
+	}
+	e.int32(flags)
+	if _, err := r.Write(e.frame()); err != nil {
+		return err
+	}
+	_, err := readReply(r, r.xid)
+	return err
+}

@@ -1,0 +1,208 @@
+package zktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// stopGrace is how long Stop waits after SIGTERM before it sends SIGKILL.
+const stopGrace = 10 * time.Second
+
+// member is one ZooKeeper server process and the files it owns.
+type member struct {
+	id           int // ZooKeeper's myid, index+1
+	dir          string
+	dataDir      string
+	cfgPath      string
+	logPath      string // used when log is nil
+	clientPort   int
+	peerPort     int
+	electionPort int
+	log          io.Writer   // shared Options.Log, or nil
+	tail         *tailBuffer // the end of what went to log
+
+	mu   sync.Mutex
+	pid  int
+	done chan struct{} // closed when the process has exited; nil before the first start
+	exit error         // the process's wait error, set before done is closed
+}
+
+func (m *member) addr() string {
+	return "127.0.0.1:" + strconv.Itoa(m.clientPort)
+}
+
+// javaArgs returns the JVM command line of the member.
+func (m *member) javaArgs(j jvm, opts Options) []string {
+	return []string{
+		"-Xmx" + opts.Heap,
+		"-XX:+UseSerialGC",
+		"-XX:TieredStopAtLevel=1",
+		"-Xss512k",
+		"-XX:-UsePerfData",
+		"-Djava.net.preferIPv4Stack=true",
+		"-Dzookeeper.jmx.log4j.disable=true",
+		// Retry leader election at least every second, so that members
+		// started at different times find each other quickly.
+		"-Dzookeeper.fastleader.maxNotificationInterval=1000",
+		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+		"-cp", j.classpath,
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain",
+		m.cfgPath,
+	}
+}
+
+// start launches the member's JVM. It fails if the member is running.
+func (m *member) start(j jvm, opts Options) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.runningLocked() {
+		return fmt.Errorf("zktest: member %d is already running", m.id)
+	}
+	var out io.Writer
+	if m.log != nil {
+		out = io.MultiWriter(m.log, m.tail)
+	} else {
+		f, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("zktest: member %d log: %w", m.id, err)
+		}
+		defer f.Close() // the child has its own descriptor
+		out = f
+	}
+	cmd := exec.Command(j.java, m.javaArgs(j, opts)...)
+	cmd.Dir = m.dir
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("zktest: start member %d: %w", m.id, err)
+	}
+	done := make(chan struct{})
+	m.pid, m.done, m.exit = cmd.Process.Pid, done, nil
+	go func() {
+		err := cmd.Wait()
+		m.mu.Lock()
+		m.exit = err
+		m.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+// exited returns a channel closed when the current process has exited,
+// or nil if the member was never started.
+func (m *member) exited() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.done
+}
+
+func (m *member) running() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.runningLocked()
+}
+
+func (m *member) runningLocked() bool {
+	if m.done == nil {
+		return false
+	}
+	select {
+	case <-m.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends sig to the member's process group and waits for the process
+// to exit; if it has not exited after grace (when grace > 0), it is killed.
+// Stopping a member that is not running does nothing.
+func (m *member) stop(sig syscall.Signal, grace time.Duration) error {
+	m.mu.Lock()
+	pid, done, running := m.pid, m.done, m.runningLocked()
+	m.mu.Unlock()
+	if !running {
+		return nil
+	}
+	if err := signalGroup(pid, sig); err != nil {
+		return fmt.Errorf("zktest: signal member %d: %w", m.id, err)
+	}
+	if grace > 0 {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-done:
+			return nil
+		case <-t.C:
+		}
+		if err := signalGroup(pid, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("zktest: kill member %d: %w", m.id, err)
+		}
+	}
+	<-done
+	return nil
+}
+
+// mode asks the member for its srvr answer and returns its mode.
+func (m *member) mode(ctx context.Context) (string, error) {
+	out, err := FourLetter(ctx, m.addr(), "srvr")
+	if err != nil {
+		return "", err
+	}
+	mode, ok := serverMode(out)
+	if !ok {
+		return "", fmt.Errorf("zktest: member %d (%s) is not serving: %q", m.id, m.addr(), out)
+	}
+	return mode, nil
+}
+
+// errPortTaken marks a member that could not bind one of its ports.
+var errPortTaken = errors.New("port already in use")
+
+// failure describes why the member did not come up, quoting its log;
+// cause, if not nil, is wrapped.
+func (m *member) failure(what string, cause error) error {
+	tail, where := m.logTail()
+	m.mu.Lock()
+	exit := m.exit
+	m.mu.Unlock()
+	msg := fmt.Sprintf("zktest: member %d (%s) %s", m.id, m.addr(), what)
+	if exit != nil {
+		msg += " (" + exit.Error() + ")"
+	}
+	msg += fmt.Sprintf("\n--- end of %s ---\n%s", where, tail)
+	return &memberError{msg: msg, cause: cause, portTaken: strings.Contains(tail, "Address already in use")}
+}
+
+// memberError is a startup failure of a member. It matches errPortTaken
+// when the log shows that a port was taken.
+type memberError struct {
+	msg       string
+	cause     error
+	portTaken bool
+}
+
+func (e *memberError) Error() string { return e.msg }
+
+func (e *memberError) Unwrap() error { return e.cause }
+
+func (e *memberError) Is(target error) bool { return target == errPortTaken && e.portTaken }
+
+// logTail returns the end of the member's log and where the log is.
+func (m *member) logTail() (tail, where string) {
+	if m.log != nil {
+		return m.tail.String(), "Options.Log"
+	}
+	return fileTail(m.logPath), m.logPath
+}

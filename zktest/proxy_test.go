@@ -1,0 +1,231 @@
+package zktest
+
+import (
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// proxied returns a proxy to the shared server, a session through it and a
+// session straight to the server.
+func proxied(t *testing.T) (p *Proxy, via, direct *zk.Conn) {
+	t.Helper()
+	addr := sharedAddr(t)
+	p, err := NewProxy(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	via, _ = connectZK(t, p.Addr())
+	t.Cleanup(p.Pass) // let the session close cleanly
+	direct, _ = connectZK(t, addr)
+	return p, via, direct
+}
+
+// async runs f in a goroutine and returns its result.
+func async(f func() error) <-chan error {
+	c := make(chan error, 1)
+	go func() { c <- f() }()
+	return c
+}
+
+func pending(t *testing.T, c <-chan error, d time.Duration) {
+	t.Helper()
+	select {
+	case err := <-c:
+		t.Fatalf("request completed (%v), want it held", err)
+	case <-time.After(d):
+	}
+}
+
+func result(t *testing.T, c <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-c:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("request did not complete")
+		return nil
+	}
+}
+
+var openACL = zk.WorldACL(zk.PermAll)
+
+func TestProxyPassAndFourLetter(t *testing.T) {
+	checkLeaks(t)
+	p, via, direct := proxied(t)
+	path := testPath("proxy-pass")
+	if _, err := via.Create(path, nil, 0, openACL); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(t, direct, path) {
+		t.Fatal("node created through the proxy is missing")
+	}
+	if n := p.Conns(); n != 1 {
+		t.Fatalf("Conns = %d, want 1", n)
+	}
+	// Four-letter words are not framed and pass through as they are.
+	ctx := testContext(t)
+	if got, err := FourLetter(ctx, p.Addr(), "ruok"); err != nil || got != "imok" {
+		t.Fatalf("ruok through proxy = %q, %v", got, err)
+	}
+
+	// A dead target fails new connections; the old target works again.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	p.SetTarget(dead)
+	if got, _ := FourLetter(ctx, p.Addr(), "ruok"); got == "imok" {
+		t.Fatal("ruok answered through a dead target")
+	}
+	p.SetTarget(sharedAddr(t))
+	if got, err := FourLetter(ctx, p.Addr(), "ruok"); err != nil || got != "imok" {
+		t.Fatalf("ruok after SetTarget = %q, %v", got, err)
+	}
+}
+
+func TestProxyPause(t *testing.T) {
+	checkLeaks(t)
+	p, via, direct := proxied(t)
+	path := testPath("proxy-pause")
+	p.Pause()
+	res := async(func() error {
+		_, err := via.Create(path, nil, 0, openACL)
+		return err
+	})
+	pending(t, res, 300*time.Millisecond)
+	if exists(t, direct, path) {
+		t.Fatal("paused request reached the server")
+	}
+	p.Pass()
+	if err := result(t, res); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(t, direct, path) {
+		t.Fatal("released request did not reach the server")
+	}
+}
+
+func TestProxyDelay(t *testing.T) {
+	checkLeaks(t)
+	p, via, _ := proxied(t)
+	const d = 150 * time.Millisecond
+	p.Delay(d)
+	start := time.Now()
+	if _, _, err := via.Exists("/"); err != nil {
+		t.Fatal(err)
+	}
+	if rtt := time.Since(start); rtt < 2*d {
+		t.Fatalf("round trip took %v with Delay(%v) each way", rtt, d)
+	}
+	p.Pass()
+	start = time.Now()
+	if _, _, err := via.Exists("/"); err != nil {
+		t.Fatal(err)
+	}
+	if rtt := time.Since(start); rtt >= d {
+		t.Fatalf("round trip took %v after Pass", rtt)
+	}
+}
+
+func TestProxyBlackholeAndCut(t *testing.T) {
+	checkLeaks(t)
+	p, via, direct := proxied(t)
+	sid := via.SessionID()
+	path := testPath("proxy-blackhole")
+	p.Blackhole()
+	res := async(func() error {
+		_, err := via.Create(path, nil, 0, openACL)
+		return err
+	})
+	pending(t, res, 300*time.Millisecond)
+	if n := p.Conns(); n != 1 {
+		t.Fatalf("Conns = %d during Blackhole, want 1", n)
+	}
+	p.Pass()
+	pending(t, res, 200*time.Millisecond) // dropped, not held
+	p.Cut()
+	if err := result(t, res); !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("request on a cut connection: %v, want %v", err, zk.ErrConnectionClosed)
+	}
+	if exists(t, direct, path) {
+		t.Fatal("blackholed request reached the server")
+	}
+	// The client reconnects through the proxy to the same session.
+	waitState(t, via, zk.StateHasSession, 10*time.Second)
+	if via.SessionID() != sid {
+		t.Fatalf("session changed from %x to %x", sid, via.SessionID())
+	}
+	if n := p.Conns(); n != 1 {
+		t.Fatalf("Conns = %d after reconnecting, want 1", n)
+	}
+}
+
+func TestProxyRefuse(t *testing.T) {
+	checkLeaks(t)
+	p, via, _ := proxied(t)
+	sid := via.SessionID()
+	p.Refuse(true)
+	p.Cut()
+	time.Sleep(1500 * time.Millisecond) // the client retries about every second
+	if s := via.State(); s == zk.StateHasSession {
+		t.Fatal("client reconnected through a refusing proxy")
+	}
+	if n := p.Conns(); n != 0 {
+		t.Fatalf("Conns = %d while refusing, want 0", n)
+	}
+	p.Refuse(false)
+	waitState(t, via, zk.StateHasSession, 10*time.Second)
+	if via.SessionID() != sid {
+		t.Fatalf("session changed from %x to %x", sid, via.SessionID())
+	}
+}
+
+func TestProxyCutOnRequest(t *testing.T) {
+	for _, forward := range []bool{true, false} {
+		t.Run(map[bool]string{true: "forward", false: "drop"}[forward], func(t *testing.T) {
+			checkLeaks(t)
+			p, via, direct := proxied(t)
+			path := testPath(t.Name()[len("TestProxyCutOnRequest/"):])
+			select {
+			case <-p.Tripped():
+				t.Fatal("Tripped closed before any trap")
+			default:
+			}
+			p.CutOnRequest(opCreate, forward)
+			// Other requests pass.
+			if _, _, err := via.Exists("/"); err != nil {
+				t.Fatal(err)
+			}
+			_, err := via.Create(path, nil, 0, openACL)
+			if !errors.Is(err, zk.ErrConnectionClosed) {
+				t.Fatalf("create with a trap: %v, want %v", err, zk.ErrConnectionClosed)
+			}
+			select {
+			case <-p.Tripped():
+			case <-time.After(5 * time.Second):
+				t.Fatal("Tripped not closed")
+			}
+			if forward {
+				waitFor(t, 5*time.Second, func() bool { return exists(t, direct, path) }, "%s to be created", path)
+			} else if exists(t, direct, path) {
+				t.Fatalf("dropped create of %s reached the server", path)
+			}
+			// The trap is one-shot: the client reconnects and creates.
+			waitState(t, via, zk.StateHasSession, 10*time.Second)
+			if _, err := via.Create(path+"-after", nil, 0, openACL); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
