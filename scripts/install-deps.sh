@@ -16,6 +16,10 @@ if [ ${#need[@]} -eq 0 ]; then
 	exit 0
 fi
 echo "install-deps: installing ${need[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: need root to apt-get install ${need[*]} (run: sudo $0)" >&2
+	exit 1
+fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${need[@]}"

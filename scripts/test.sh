@@ -3,6 +3,7 @@
 # detector against real ZooKeeper (started by the tests themselves).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
 	echo "gofmt would change: $unformatted" >&2

@@ -1,0 +1,216 @@
+// Package bench holds the lock workloads that both the Go benchmarks and
+// the zkr command measure: zkrecipes' Mutex, go-zookeeper/zk's own Lock,
+// the floor (a chain of sessions that each wait for their predecessor's
+// deletion, then delete their own node: one delete and one event per
+// handoff, no reads) and, for the herd demonstration only, a naive lock
+// whose waiters all watch the parent's children.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config describes one run.
+type Config struct {
+	Servers      []string
+	Path         string         // lock path, used by this run only
+	Contenders   int            // sessions contending at once
+	Acquisitions int            // total acquisitions (handoffs for the floor)
+	Timeout      time.Duration  // session timeout (default 30s)
+	Progress     func(done int) // called after each acquisition, if set
+}
+
+// Result is what one run measured.
+type Result struct {
+	Recipe       string        `json:"recipe"`
+	Contenders   int           `json:"contenders"`
+	Acquisitions int           `json:"acquisitions"`
+	Elapsed      time.Duration `json:"elapsed_ns"`
+	PerSecond    float64       `json:"acquisitions_per_second"`
+	Handoff      time.Duration `json:"handoff_ns"` // elapsed / acquisitions
+	WaitP50      time.Duration `json:"wait_p50_ns"`
+	WaitP99      time.Duration `json:"wait_p99_ns"`
+	// Per acquisition; negative when the recipe cannot be observed.
+	Listings float64 `json:"listings_per_acquisition"`
+	Reads    float64 `json:"reads_per_acquisition"`
+	Events   float64 `json:"watch_events_per_acquisition"`
+	// Watch events delivered per release that had a waiter.
+	EventsPerRelease   float64 `json:"watch_events_per_release"`
+	ListingsPerRelease float64 `json:"listings_per_release"`
+}
+
+// Recipes names the workloads Run knows.
+var Recipes = []string{"zkrecipes", "go-zookeeper", "floor", "naive"}
+
+// Run runs the named workload.
+func Run(ctx context.Context, recipe string, cfg Config) (Result, error) {
+	if cfg.Contenders < 1 || cfg.Acquisitions < 1 {
+		return Result{}, fmt.Errorf("bench: need at least one contender and one acquisition (got %d, %d)", cfg.Contenders, cfg.Acquisitions)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	var c contender
+	switch recipe {
+	case "zkrecipes":
+		c = ours{}
+	case "go-zookeeper":
+		c = gozk{}
+	case "naive":
+		c = naive{}
+	case "floor":
+		return runFloor(ctx, cfg)
+	default:
+		return Result{}, fmt.Errorf("bench: unknown recipe %q (want one of %v)", recipe, Recipes)
+	}
+	return runLoop(ctx, recipe, c, cfg)
+}
+
+// contender is a lock implementation under test.
+type contender interface {
+	open(ctx context.Context, cfg Config) (client, error)
+}
+
+// client is one session's lock, with its counters.
+type client interface {
+	lock(ctx context.Context) error
+	unlock(ctx context.Context) error
+	counts() counts
+	close()
+}
+
+type counts struct {
+	listings, reads, events int64 // -1: not observable
+}
+
+// runLoop has every contender lock and unlock in a loop until the run's
+// acquisitions are used up.
+func runLoop(ctx context.Context, recipe string, c contender, cfg Config) (Result, error) {
+	clients := make([]client, 0, cfg.Contenders)
+	defer func() {
+		for _, cl := range clients {
+			cl.close()
+		}
+	}()
+	for range cfg.Contenders {
+		cl, err := c.open(ctx, cfg)
+		if err != nil {
+			return Result{}, err
+		}
+		clients = append(clients, cl)
+	}
+	before := make([]counts, len(clients))
+	for i, cl := range clients {
+		before[i] = cl.counts()
+	}
+
+	var (
+		budget   atomic.Int64
+		done     atomic.Int64
+		mu       sync.Mutex
+		waits    = make([]time.Duration, 0, cfg.Acquisitions)
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	budget.Store(int64(cfg.Acquisitions))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	start := time.Now()
+	for _, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for budget.Add(-1) >= 0 {
+				t0 := time.Now()
+				if err := cl.lock(ctx); err != nil {
+					fail(fmt.Errorf("%s: lock: %w", recipe, err))
+					return
+				}
+				w := time.Since(t0)
+				if err := cl.unlock(ctx); err != nil {
+					fail(fmt.Errorf("%s: unlock: %w", recipe, err))
+					return
+				}
+				mu.Lock()
+				waits = append(waits, w)
+				mu.Unlock()
+				n := done.Add(1)
+				if cfg.Progress != nil {
+					cfg.Progress(int(n))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if firstErr != nil {
+		return Result{}, firstErr
+	}
+	var sum counts
+	for i, cl := range clients {
+		a, b := cl.counts(), before[i]
+		sum.listings = addKnown(sum.listings, a.listings, b.listings)
+		sum.reads = addKnown(sum.reads, a.reads, b.reads)
+		sum.events = addKnown(sum.events, a.events, b.events)
+	}
+	n := float64(cfg.Acquisitions)
+	// Every release but the last of the run had someone waiting, when
+	// there was more than one contender.
+	releases := n - 1
+	if cfg.Contenders == 1 || releases < 1 {
+		releases = n
+	}
+	r := Result{
+		Recipe:             recipe,
+		Contenders:         cfg.Contenders,
+		Acquisitions:       cfg.Acquisitions,
+		Elapsed:            elapsed,
+		PerSecond:          n / elapsed.Seconds(),
+		Handoff:            elapsed / time.Duration(cfg.Acquisitions),
+		Listings:           perOrUnknown(sum.listings, n),
+		Reads:              perOrUnknown(sum.reads, n),
+		Events:             perOrUnknown(sum.events, n),
+		EventsPerRelease:   perOrUnknown(sum.events, releases),
+		ListingsPerRelease: perOrUnknown(sum.listings, releases),
+	}
+	r.WaitP50, r.WaitP99 = percentile(waits, 0.50), percentile(waits, 0.99)
+	return r, nil
+}
+
+// addKnown adds after-before to sum; -1 anywhere means "not observable".
+func addKnown(sum, after, before int64) int64 {
+	if sum < 0 || after < 0 || before < 0 {
+		return -1
+	}
+	return sum + after - before
+}
+
+func perOrUnknown(v int64, n float64) float64 {
+	if v < 0 {
+		return -1
+	}
+	return float64(v) / n
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	d = slices.Clone(d)
+	slices.Sort(d)
+	i := int(p * float64(len(d)-1))
+	return d[i]
+}
