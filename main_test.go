@@ -3,6 +3,7 @@ package zkrecipes_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -27,8 +28,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	// Benchmarks run against a server configured as in production.
+	benchmarking := flag.Lookup("test.bench").Value.String() != ""
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	shared, sharedErr = zktest.Start(ctx, zktest.Options{})
+	shared, sharedErr = zktest.Start(ctx, zktest.Options{Production: benchmarking})
 	cancel()
 	code := m.Run()
 	if shared != nil {

@@ -22,6 +22,13 @@ type Options struct {
 	// Heap is the JVM's maximum heap (-Xmx), "256m" by default.
 	Heap string
 
+	// Production makes the server behave as a production one does, for
+	// benchmarks: it syncs its transaction log to disk before replying
+	// (forceSync=yes) and the JVM runs its optimizing compiler. Slower to
+	// start. By default tests skip the sync (a killed JVM loses nothing,
+	// the OS has the bytes) and the JVM favours start-up time.
+	Production bool
+
 	// Log receives the standard output and error of every member. By
 	// default each member writes to zookeeper.log in its own temporary
 	// directory. Either way, startup errors quote the end of the log.
@@ -58,9 +65,13 @@ func config(opts Options, m *member, peers []*member) string {
 	line("maxClientCnxns=0")
 	line("4lw.commands.whitelist=*")
 	line("admin.enableServer=false")
-	// Test data need not survive a machine crash; skipping fsync makes
-	// writes fast. A killed JVM loses nothing, the OS has the bytes.
-	line("forceSync=no")
+	if opts.Production {
+		line("forceSync=yes")
+	} else {
+		// Test data need not survive a machine crash; skipping fsync makes
+		// writes fast. A killed JVM loses nothing, the OS has the bytes.
+		line("forceSync=no")
+	}
 	if len(peers) > 1 {
 		line("initLimit=10")
 		line("syncLimit=5")

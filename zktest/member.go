@@ -42,10 +42,14 @@ func (m *member) addr() string {
 
 // javaArgs returns the JVM command line of the member.
 func (m *member) javaArgs(j jvm, opts Options) []string {
+	jit := "-XX:TieredStopAtLevel=1" // quick start-up
+	if opts.Production {
+		jit = "-XX:+TieredCompilation"
+	}
 	return []string{
 		"-Xmx" + opts.Heap,
 		"-XX:+UseSerialGC",
-		"-XX:TieredStopAtLevel=1",
+		jit,
 		"-Xss512k",
 		"-XX:-UsePerfData",
 		"-Djava.net.preferIPv4Stack=true",
