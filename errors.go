@@ -46,4 +46,24 @@ var (
 	// and wrapped to negative numbers, so arrival order can no longer be read
 	// from node names. Use a fresh path.
 	ErrSequenceWrapped = errors.New("zkrecipes: sequence counter wrapped")
+
+	// ErrInvalidArgument is returned, before any network call, for an
+	// argument a recipe cannot use: an empty participant or member id, a
+	// member id that is not one path segment, a count below one.
+	ErrInvalidArgument = errors.New("zkrecipes: invalid argument")
+
+	// ErrUpgrade is returned by RWMutex.Lock on a value that holds the read
+	// lock: the write lock would wait for that read lock, forever.
+	ErrUpgrade = errors.New("zkrecipes: cannot upgrade a read lock to a write lock: it would wait for itself")
+
+	// ErrNoLeader is returned by Election.Leader when nobody campaigns.
+	ErrNoLeader = errors.New("zkrecipes: no leader")
+
+	// ErrMemberExists is returned by JoinGroup when the member id is taken:
+	// a node of that name exists in the group and was not made by this call.
+	ErrMemberExists = errors.New("zkrecipes: member id already taken")
+
+	// ErrPermitsMismatch means a Semaphore was used with a number of permits
+	// other than the one recorded by the participants already using its path.
+	ErrPermitsMismatch = errors.New("zkrecipes: semaphore participants disagree on the number of permits")
 )

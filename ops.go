@@ -175,3 +175,109 @@ func (s *Session) ensurePath(ctx context.Context, p string) error {
 	}
 	return nil
 }
+
+// childrenW lists p's children and sets a one-shot child watch, retrying
+// across connection loss. It fails with zk.ErrNoNode, setting no watch, if p
+// does not exist.
+func (s *Session) childrenW(ctx context.Context, p string) ([]string, <-chan zk.Event, error) {
+	type result struct {
+		kids []string
+		ch   <-chan zk.Event
+	}
+	r, err := retry(ctx, s, func(c *zk.Conn) (result, error) {
+		s.stats.listings.Add(1)
+		kids, _, ch, err := c.ChildrenW(p)
+		return result{kids, ch}, err
+	})
+	return r.kids, r.ch, err
+}
+
+// existsW reports whether p exists and sets a one-shot watch that fires when
+// p is created, changed or deleted, retrying across connection loss.
+func (s *Session) existsW(ctx context.Context, p string) (bool, <-chan zk.Event, error) {
+	type result struct {
+		ok bool
+		ch <-chan zk.Event
+	}
+	r, err := retry(ctx, s, func(c *zk.Conn) (result, error) {
+		s.stats.reads.Add(1)
+		ok, _, ch, err := c.ExistsW(p)
+		return result{ok, ch}, err
+	})
+	return r.ok, r.ch, err
+}
+
+// getData returns p's data and Stat, or an error wrapping zk.ErrNoNode.
+func (s *Session) getData(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
+	type result struct {
+		data []byte
+		st   *zk.Stat
+	}
+	r, err := retry(ctx, s, func(c *zk.Conn) (result, error) {
+		s.stats.reads.Add(1)
+		data, st, err := c.Get(p)
+		return result{data, st}, err
+	})
+	return r.data, r.st, err
+}
+
+// getDataW returns p's data and sets a one-shot data watch; it fails with
+// zk.ErrNoNode, setting no watch, if p is gone.
+func (s *Session) getDataW(ctx context.Context, p string) ([]byte, <-chan zk.Event, error) {
+	type result struct {
+		data []byte
+		ch   <-chan zk.Event
+	}
+	r, err := retry(ctx, s, func(c *zk.Conn) (result, error) {
+		s.stats.reads.Add(1)
+		data, _, ch, err := c.GetW(p)
+		return result{data, ch}, err
+	})
+	return r.data, r.ch, err
+}
+
+// setData writes p's data if its version is version (-1: any), retrying
+// across connection loss. After a loss the write may have been applied by
+// the attempt whose answer was lost: with a version, the retry then fails
+// with zk.ErrBadVersion, and the caller must read to know.
+func (s *Session) setData(ctx context.Context, p string, data []byte, version int32) (*zk.Stat, error) {
+	return retry(ctx, s, func(c *zk.Conn) (*zk.Stat, error) {
+		return c.Set(p, data, version)
+	})
+}
+
+// createNode sends one create of p (not sequential). If ctx ends first it
+// still waits, bounded, for the answer and deletes the node if it was
+// made, so that an abandoned call leaves nothing behind. It does not retry.
+func (s *Session) createNode(ctx context.Context, p string, data []byte, flags int32) error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ch := make(chan error, 1)
+	go func() {
+		s.stats.creates.Add(1)
+		_, err := s.conn.Create(p, data, flags, s.acl)
+		ch <- s.translate(err)
+	}()
+	select {
+	case err := <-ch:
+		return err
+	case <-s.done:
+		return s.Err()
+	case <-ctx.Done():
+		cctx, cancel := s.cleanupContext(ctx)
+		defer cancel()
+		select {
+		case err := <-ch:
+			if err == nil {
+				s.remove(cctx, p)
+			}
+		case <-cctx.Done():
+		case <-s.done:
+		}
+		return ctx.Err()
+	}
+}

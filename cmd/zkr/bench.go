@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zkrecipes/zkrecipes/internal/bench"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// benchFlags are zkr bench's options.
+type benchFlags struct {
+	clients      string
+	recipes      string
+	acquisitions int
+	json         bool
+}
+
+func (a *app) newBenchCmd() *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure lock throughput and handoff latency against contenders",
+		Long: `For each number of contending sessions in --clients, have them take and release
+one lock in a loop, with each recipe in --recipes:
+
+  zkrecipes     zkrecipes' Mutex
+  go-zookeeper  go-zookeeper/zk's own Lock
+  floor         the least a handoff can cost on this server: a chain of sessions
+                queued in advance, each deleting its node when its predecessor's
+                goes (one delete and one event per handoff, no reads)
+
+The table shows acquisitions per second, the time per handoff, the 50th and 99th
+percentile of the wait for the lock, and the requests and watch events per
+acquisition ("n/a" where the recipe cannot be observed).
+
+With --servers (or $ZKR_SERVERS) it runs there; the server must accept as many
+connections from this host as there are clients (maxClientCnxns). Without them
+it starts a throwaway Apache ZooKeeper that syncs its log to disk like a
+production server, and removes it at the end.`,
+		Example: `  zkr bench
+  zkr bench --clients 1,10,100 --recipes zkrecipes,go-zookeeper
+  zkr bench --servers zk1:2181,zk2:2181,zk3:2181 --json > bench.json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.bench(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.clients, "clients", "1,10,100,500", "comma-separated numbers of contending sessions")
+	fl.StringVar(&f.recipes, "recipes", "zkrecipes,go-zookeeper,floor", "comma-separated workloads: zkrecipes, go-zookeeper, floor")
+	fl.IntVar(&f.acquisitions, "acquisitions", 0, "acquisitions per run (0: 2 per client, at least 200)")
+	fl.BoolVar(&f.json, "json", false, "print the results as JSON instead of a table")
+	return cmd
+}
+
+// benchReport is what zkr bench --json prints.
+type benchReport struct {
+	Servers []string       `json:"servers"`
+	Runs    []bench.Result `json:"runs"`
+}
+
+func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
+	ns, err := parseList("clients", f.clients)
+	if err != nil {
+		return err
+	}
+	var recipes []string
+	for r := range strings.SplitSeq(f.recipes, ",") {
+		r = strings.TrimSpace(r)
+		if !slices.Contains([]string{"zkrecipes", "go-zookeeper", "floor"}, r) {
+			return usagef("--recipes: unknown workload %q (want zkrecipes, go-zookeeper or floor)", r)
+		}
+		recipes = append(recipes, r)
+	}
+	if f.acquisitions < 0 {
+		return usagef("--acquisitions %d: must not be negative", f.acquisitions)
+	}
+
+	sigs := catchSignals()
+	defer sigs.release()
+	ctx, stopSignals := sigs.cancelOn(cmd.Context())
+	interrupted := func(err error) error {
+		if sig := stopSignals(); sig != nil {
+			return signalled(sig, "benchmarking")
+		}
+		return err
+	}
+	servers, stop, err := a.measureServers(ctx, cmd, zktest.Options{Production: true})
+	if err != nil {
+		return interrupted(err)
+	}
+	defer stop()
+
+	var cases []benchCase
+	for _, n := range ns {
+		acq := f.acquisitions
+		if acq == 0 {
+			acq = max(200, 2*n)
+		}
+		for _, r := range recipes {
+			cases = append(cases, benchCase{recipe: r, clients: n, acquisitions: acq})
+		}
+	}
+	results, err := a.measure(ctx, cmd, servers, cases)
+	if err != nil {
+		return interrupted(err)
+	}
+	stopSignals()
+	if f.json {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(benchReport{Servers: servers, Runs: results})
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLIENTS\tRECIPE\tACQUISITIONS\tACQ/S\tHANDOFF\tWAIT P50\tWAIT P99\tLISTINGS/ACQ\tREADS/ACQ\tEVENTS/RELEASE")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Contenders, label(r.Recipe), r.Acquisitions,
+			r.PerSecond, fmtDur(r.Handoff), fmtDur(r.WaitP50), fmtDur(r.WaitP99),
+			fmtPer(r.Listings), fmtPer(r.Reads), fmtPer(r.EventsPerRelease))
+	}
+	return tw.Flush()
+}

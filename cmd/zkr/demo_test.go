@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// demoRow finds the table row that starts with prefix and returns its
+// events per release.
+func demoRow(t *testing.T, out, prefix string) (clients int, events float64) {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(l, prefix) {
+			continue
+		}
+		f := regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(l), -1)
+		if len(f) != 7 {
+			t.Fatalf("row %q has %d columns, want 7", l, len(f))
+		}
+		clients, err := strconv.Atoi(f[1])
+		if err != nil {
+			t.Fatalf("row %q: clients: %v", l, err)
+		}
+		events, err := strconv.ParseFloat(f[2], 64)
+		if err != nil {
+			t.Fatalf("row %q: events: %v", l, err)
+		}
+		return clients, events
+	}
+	t.Fatalf("no row %q in:\n%s", prefix, out)
+	return 0, 0
+}
+
+func TestDemo(t *testing.T) {
+	servers(t)
+	r := zkr(t, "demo", "--clients", "50")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	t.Logf("zkr demo --clients 50:\n%s", r.stdout)
+	n, ours := demoRow(t, r.stdout, "predecessor watch")
+	_, naive := demoRow(t, r.stdout, "naive")
+	if n != 50 {
+		t.Errorf("clients %d, want 50", n)
+	}
+	// A waiter whose predecessor left before its watch was set learns it
+	// from its listing, without an event: at most one event per release.
+	if ours > 1 || ours < 0.9 {
+		t.Errorf("predecessor watch: %.2f events per release, want 1", ours)
+	}
+	if naive < 5 {
+		t.Errorf("naive: %.2f events per release, want many more than 1", naive)
+	}
+	if !strings.Contains(r.stderr, "using ZooKeeper at "+shared.Addr(0)) {
+		t.Errorf("demo does not say which server it uses:\n%s", r.stderr)
+	}
+}
+
+func TestDemoPlotAndJSON(t *testing.T) {
+	servers(t)
+	dir := t.TempDir()
+	pngFile, svgFile := filepath.Join(dir, "herd.png"), filepath.Join(dir, "herd.svg")
+
+	r := zkr(t, "demo", "--sweep", "5,20", "--plot", pngFile, "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	var rep demoReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, r.stdout)
+	}
+	if len(rep.Runs) != 4 {
+		t.Fatalf("--json: %d runs, want 4 (2 recipes x 2 sizes)", len(rep.Runs))
+	}
+	for _, run := range rep.Runs {
+		if run.Acquisitions != run.Contenders || run.PerSecond <= 0 || run.EventsPerRelease <= 0 {
+			t.Errorf("implausible run: %+v", run)
+		}
+	}
+	b, err := os.ReadFile(pngFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("--plot wrote an invalid PNG: %v", err)
+	}
+	if sz := img.Bounds().Size(); sz.X < 200 || sz.Y < 100 {
+		t.Errorf("PNG is only %v", sz)
+	}
+
+	r = zkr(t, "demo", "--sweep", "5", "--plot", svgFile)
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	b, err = os.ReadFile(svgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("<svg")) || !bytes.HasSuffix(bytes.TrimSpace(b), []byte("</svg>")) {
+		t.Errorf("--plot wrote no SVG document:\n%.200s", b)
+	}
+}
+
+// TestDemoStartsServer is the README's first command: with no servers
+// given, the demo starts its own ZooKeeper and says so.
+func TestDemoStartsServer(t *testing.T) {
+	servers(t)
+	zktest.SkipOrFail(t, zktest.Available())
+	p := start(t, []string{"ZKR_SERVERS="}, "demo", "--clients", "10")
+	if code := p.wait(90e9); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, p.stderr.String())
+	}
+	if !strings.Contains(p.stderr.String(), "starting a throwaway Apache ZooKeeper") {
+		t.Errorf("the demo does not say it starts a server:\n%s", p.stderr.String())
+	}
+	demoRow(t, p.stdout.String(), "naive")
+}
+
+func TestBench(t *testing.T) {
+	servers(t)
+	r := zkr(t, "bench", "--clients", "1,3", "--acquisitions", "20", "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, r.stdout)
+	}
+	var got []string
+	for _, run := range rep.Runs {
+		got = append(got, run.Recipe+"/"+strconv.Itoa(run.Contenders))
+		if run.PerSecond <= 0 || run.Handoff <= 0 {
+			t.Errorf("implausible run: %+v", run)
+		}
+	}
+	want := "zkrecipes/1 go-zookeeper/1 floor/1 zkrecipes/3 go-zookeeper/3 floor/3"
+	if strings.Join(got, " ") != want {
+		t.Errorf("runs %v, want %s", got, want)
+	}
+	r = zkr(t, "bench", "--clients", "2", "--acquisitions", "10", "--recipes", "zkrecipes")
+	if r.code != 0 || !strings.Contains(r.stdout, "zkrecipes Mutex") {
+		t.Errorf("bench table: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zkrecipes/zkrecipes"
+)
+
+// electFlags are zkr elect's options.
+type electFlags struct {
+	id      string
+	observe bool
+	timeout time.Duration
+	grace   time.Duration
+}
+
+func (a *app) newElectCmd() *cobra.Command {
+	var f electFlags
+	cmd := &cobra.Command{
+		Use:   "elect PATH --id ID -- COMMAND [ARG...]",
+		Short: "Run a command only while leader; or observe who leads",
+		Long: `Campaign in the leader election on PATH under the id ID, run COMMAND once
+leader, and resign when it exits; zkr then exits with COMMAND's status.
+
+The election is zkrecipes' Election (Apache Curator's LeaderLatch layout; the node
+holds ID, so Java and Go participants can share an election). Only the next
+candidate in line is woken when a leader goes.
+
+If leadership is lost while COMMAND runs (the session is strict: connection down
+for half the session timeout, session expired, or the node deleted), COMMAND is
+sent SIGTERM, then SIGKILL after --grace, and zkr exits with status 5. Run zkr
+elect under a supervisor that restarts it to campaign again. COMMAND gets
+ZKR_ID, ZKR_PATH and ZKR_FENCING_TOKEN.
+
+With --observe, zkr takes no part: it prints the leader's id (or "no leader")
+now and at every change, until interrupted.
+
+Exit status: COMMAND's own, or 2 bad input, 3 --timeout expired, 5 leadership
+lost, 6 no connection to ZooKeeper, 126/127 COMMAND cannot be run / not found.`,
+		Example: `  zkr elect /services/mailer --id "$(hostname)" -- ./mailer --serve
+  zkr elect /services/mailer --observe`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if f.observe {
+				if cmd.ArgsLenAtDash() >= 0 || len(args) > 1 {
+					return usagef("--observe runs no command")
+				}
+				return onePath(cmd, args)
+			}
+			if f.id == "" {
+				return usagef("--id is required to campaign (or use --observe)")
+			}
+			return pathAndCommand(false)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.observe {
+				return a.observe(cmd, args[0])
+			}
+			return a.elect(cmd, f, args[0], args[1:])
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.id, "id", "", "this participant's id, stored in its node (shown by observe and inspect)")
+	fl.BoolVar(&f.observe, "observe", false, "print leader changes instead of campaigning")
+	fl.DurationVar(&f.timeout, "timeout", 0, "give up after campaigning this long without leading (exit status 3); 0 waits forever")
+	fl.DurationVar(&f.grace, "grace", 10*time.Second, "after leadership is lost, time between SIGTERM and SIGKILL to COMMAND")
+	return cmd
+}
+
+// errCampaignTimeout is the cause of a --timeout expiring.
+var errCampaignTimeout = errors.New("campaign timeout")
+
+func (a *app) elect(cmd *cobra.Command, f electFlags, path string, argv []string) error {
+	if f.timeout < 0 || f.grace < 0 {
+		return usagef("--timeout and --grace must not be negative")
+	}
+	sigs := catchSignals()
+	defer sigs.release()
+	ctx := cmd.Context()
+	s, err := a.connectOrSignal(ctx, sigs, true)
+	if err != nil {
+		return err
+	}
+	defer closeSession(s)
+
+	e := zkrecipes.NewElection(s, path, f.id)
+	what := "leadership of " + path
+	cctx := ctx
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeoutCause(ctx, f.timeout, errCampaignTimeout)
+		defer cancel()
+	}
+	a.logf(cmd, "campaigning for %s as %q (session 0x%x)", path, f.id, s.ID())
+	sig, err := waitFor(cctx, sigs, e.Campaign)
+	if err == nil {
+		defer release(cmd, a, s, what, e.Lost(), e.Resign)
+	}
+	switch {
+	case sig != nil:
+		return signalled(sig, "campaigning for "+what)
+	case errors.Is(err, context.DeadlineExceeded) && context.Cause(cctx) == errCampaignTimeout:
+		return codef(exitTimeout, "timed out after %v campaigning for %s", f.timeout, what)
+	case err != nil:
+		return recipeError("campaigning for "+what, err)
+	}
+	a.logf(cmd, "leading %s (fencing token %d)", path, e.Token())
+	return a.runHeld(cmd, s, holding{
+		what:  what,
+		lost:  e.Lost(),
+		env:   append(holderEnv(path, e.Token()), "ZKR_ID="+f.id),
+		grace: f.grace,
+	}, sigs, argv)
+}
+
+// observe prints the leader of path at once and at every change.
+func (a *app) observe(cmd *cobra.Command, path string) error {
+	sigs := catchSignals()
+	defer sigs.release()
+	s, err := a.connectOrSignal(cmd.Context(), sigs, false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ctx, stop := sigs.cancelOn(cmd.Context())
+	defer stop()
+	// The observer's id is never written: Observe only reads.
+	e := zkrecipes.NewElection(s, path, "zkr-observer")
+	if _, err := e.Leader(ctx); err != nil && !errors.Is(err, zkrecipes.ErrNoLeader) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return recipeError("observing "+path, err)
+	}
+	for id := range e.Observe(ctx) {
+		line := "leader " + id
+		if id == "" {
+			line = "no leader"
+		}
+		fmt.Fprintf(a.stdout, "%s %s\n", time.Now().Format(time.RFC3339), line)
+	}
+	if ctx.Err() != nil {
+		return nil // interrupted: the normal end
+	}
+	if err := s.Err(); err != nil {
+		return withCode(exitFailure, fmt.Errorf("observing %s: %w", path, err))
+	}
+	return codef(exitFailure, "observing %s stopped", path)
+}

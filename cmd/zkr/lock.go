@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zkrecipes/zkrecipes"
+)
+
+// lockFlags are zkr lock's options.
+type lockFlags struct {
+	timeout time.Duration
+	try     bool
+	shared  bool
+	write   bool
+	grace   time.Duration
+}
+
+func (a *app) newLockCmd() *cobra.Command {
+	var f lockFlags
+	cmd := &cobra.Command{
+		Use:   "lock PATH -- COMMAND [ARG...]",
+		Short: "Run a command while holding a lock",
+		Long: `Wait for the lock on PATH, run COMMAND while holding it, and release it when
+COMMAND exits; zkr then exits with COMMAND's status.
+
+The lock is zkrecipes' Mutex (Apache Curator's InterProcessMutex layout). With
+--shared or --write it is the read or the write side of zkrecipes' RWMutex
+(Curator's InterProcessReadWriteLock): any number of --shared holders run
+together, never beside a --write holder. The plain lock and the read/write lock
+do not see each other's nodes: to exclude --shared holders, use --write.
+
+COMMAND gets ZKR_FENCING_TOKEN, a number that strictly increases from one holder
+to the next: pass it to the resource you guard, and have the resource refuse a
+token lower than the highest it has seen.
+
+The session is strict: if the connection to ZooKeeper is down for half the
+session timeout, the lock counts as lost (another process may get it once the
+server expires the session). COMMAND is then sent SIGTERM, then SIGKILL after
+--grace, and zkr exits with status 5, saying why. Signals sent to zkr are
+forwarded to COMMAND; the lock is released on every way out.
+
+Exit status: COMMAND's own, or 2 bad input, 3 --timeout expired, 4 lock held
+(--try), 5 lock lost, 6 no connection to ZooKeeper, 126/127 COMMAND cannot be
+run / not found, 128+N zkr killed by signal N while waiting.`,
+		Example: `  zkr lock /locks/backup -- ./backup.sh --full
+  zkr lock --timeout 30s /locks/deploy -- make deploy
+  zkr lock --try /locks/cron-report -- ./report.sh || echo "another report is running"
+  zkr lock --shared /locks/schema -- ./read-only-job
+  zkr lock --write /locks/schema -- ./migrate`,
+		Args: pathAndCommand(false),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.lock(cmd, f, args[0], args[1:])
+		},
+	}
+	fl := cmd.Flags()
+	fl.DurationVar(&f.timeout, "timeout", 0, "give up after waiting this long for the lock (exit status 3); 0 waits forever")
+	fl.BoolVar(&f.try, "try", false, "do not wait: exit with status 4 if the lock is held or awaited")
+	fl.BoolVar(&f.shared, "shared", false, "take the read (shared) side of a read/write lock")
+	fl.BoolVar(&f.write, "write", false, "take the write (exclusive) side of a read/write lock: excludes --shared holders")
+	fl.DurationVar(&f.grace, "grace", 10*time.Second, "after the lock is lost, time between SIGTERM and SIGKILL to COMMAND")
+	return cmd
+}
+
+// locker is the lock zkr lock takes: exclusive or shared.
+type locker struct {
+	lock, try, unlock func(context.Context) error
+	token             func() int64
+	lost              func() <-chan struct{}
+}
+
+func newLocker(s *zkrecipes.Session, path string, f lockFlags) locker {
+	switch {
+	case f.shared:
+		m := zkrecipes.NewRWMutex(s, path)
+		return locker{lock: m.RLock, unlock: m.RUnlock, token: m.Token, lost: m.Lost}
+	case f.write:
+		m := zkrecipes.NewRWMutex(s, path)
+		return locker{lock: m.Lock, unlock: m.Unlock, token: m.Token, lost: m.Lost}
+	}
+	m := zkrecipes.NewMutex(s, path)
+	return locker{lock: m.Lock, try: m.TryLock, unlock: m.Unlock, token: m.Token, lost: m.Lost}
+}
+
+// errLockTimeout is the cause of a --timeout expiring.
+var errLockTimeout = errors.New("lock timeout")
+
+func (a *app) lock(cmd *cobra.Command, f lockFlags, path string, argv []string) error {
+	switch {
+	case f.try && f.timeout != 0:
+		return usagef("--try and --timeout exclude each other")
+	case f.shared && f.write:
+		return usagef("--shared and --write exclude each other")
+	case f.try && (f.shared || f.write):
+		return usagef("--try works only with the plain lock: the read/write lock has no TryLock yet")
+	case f.timeout < 0:
+		return usagef("--timeout %v: must not be negative", f.timeout)
+	case f.grace < 0:
+		return usagef("--grace %v: must not be negative", f.grace)
+	}
+	sigs := catchSignals()
+	defer sigs.release()
+	ctx := cmd.Context()
+	s, err := a.connectOrSignal(ctx, sigs, true)
+	if err != nil {
+		return err
+	}
+	defer closeSession(s)
+
+	l := newLocker(s, path, f)
+	acquire := l.lock
+	if f.try {
+		acquire = l.try
+	}
+	what := "the lock on " + path
+	switch {
+	case f.shared:
+		what = "the shared (read) lock on " + path
+	case f.write:
+		what = "the write lock on " + path
+	}
+	lctx := ctx
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		lctx, cancel = context.WithTimeoutCause(ctx, f.timeout, errLockTimeout)
+		defer cancel()
+	}
+	a.logf(cmd, "waiting for %s (session 0x%x)", what, s.ID())
+	sig, err := waitFor(lctx, sigs, acquire)
+	if err == nil {
+		defer release(cmd, a, s, what, l.lost(), l.unlock)
+	}
+	switch {
+	case sig != nil:
+		return signalled(sig, "waiting for "+what)
+	case errors.Is(err, zkrecipes.ErrLocked):
+		return codef(exitHeld, "%s is held by another process (--try)", what)
+	case errors.Is(err, context.DeadlineExceeded) && context.Cause(lctx) == errLockTimeout:
+		return codef(exitTimeout, "timed out after %v waiting for %s", f.timeout, what)
+	case err != nil:
+		return recipeError("waiting for "+what, err)
+	}
+	a.logf(cmd, "holding %s (fencing token %d)", what, l.token())
+	return a.runHeld(cmd, s, holding{
+		what:  what,
+		lost:  l.lost(),
+		env:   holderEnv(path, l.token()),
+		grace: f.grace,
+	}, sigs, argv)
+}

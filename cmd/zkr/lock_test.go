@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// holdLock takes the lock on path from the test's own session, until the
+// test ends.
+func holdLock(t *testing.T, path string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := zkrecipes.NewSession(ctx, []string{servers(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := zkrecipes.NewMutex(s, path).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLockExcludes(t *testing.T) {
+	servers(t)
+	dir := t.TempDir()
+	path := testPath(t, "lock")
+	// Each command claims an exclusive marker (mkdir fails if it exists),
+	// records its fencing token, works a while, and gives the marker back.
+	script := `mkdir "$D/held" || echo "overlap $ZKR_FENCING_TOKEN" >> "$D/errors"
+echo "$ZKR_FENCING_TOKEN" >> "$D/tokens"
+sleep 0.2
+rmdir "$D/held"`
+	env := []string{"D=" + dir}
+	const procs, rounds = 3, 2
+	for range rounds {
+		var ps []*proc
+		for range procs {
+			ps = append(ps, start(t, env, "lock", path, "--", "sh", "-c", script))
+		}
+		for _, p := range ps {
+			if code := p.wait(30 * time.Second); code != 0 {
+				t.Fatalf("zkr lock exited with %d; stderr:\n%s", code, p.stderr.String())
+			}
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "errors")); err == nil {
+		t.Fatalf("two commands held the lock at once:\n%s", b)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "tokens"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens []int64
+	for _, f := range strings.Fields(string(b)) {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || n <= 0 {
+			t.Fatalf("bad ZKR_FENCING_TOKEN %q", f)
+		}
+		tokens = append(tokens, n)
+	}
+	if len(tokens) != procs*rounds {
+		t.Fatalf("%d commands ran, want %d", len(tokens), procs*rounds)
+	}
+	if !slices.IsSorted(tokens) || len(slices.Compact(slices.Clone(tokens))) != len(tokens) {
+		t.Errorf("fencing tokens do not strictly increase from holder to holder: %v", tokens)
+	}
+	if kids := children(t, admin(t), path); len(kids) != 0 {
+		t.Errorf("nodes left behind: %v", kids)
+	}
+}
+
+func TestLockExitCodes(t *testing.T) {
+	servers(t)
+	free := testPath(t, "free")
+	held := testPath(t, "held")
+	holdLock(t, held)
+	conn := admin(t)
+	notExec := filepath.Join(t.TempDir(), "data.txt")
+	if err := os.WriteFile(notExec, []byte("not a program\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string // in stderr
+	}{
+		{"command status", []string{"lock", free, "--", "sh", "-c", "exit 7"}, 7, ""},
+		{"command killed", []string{"lock", free, "--", "sh", "-c", "kill -9 $$"}, 128 + 9, ""},
+		{"timeout", []string{"lock", "--timeout", "300ms", held, "--", "true"}, exitTimeout, "timed out after 300ms"},
+		{"try held", []string{"lock", "--try", held, "--", "true"}, exitHeld, "held by another process"},
+		{"try free", []string{"lock", "--try", free, "--", "true"}, 0, ""},
+		{"not found", []string{"lock", free, "--", "zkr-no-such-command"}, exitNotFound, "executable file not found"},
+		{"not executable", []string{"lock", free, "--", notExec}, exitCannotExec, "permission denied"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := zkr(t, tt.args...)
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", r.code, tt.code, r.stderr)
+			}
+			if tt.msg != "" {
+				oneLineError(t, r)
+				if !strings.Contains(r.stderr, tt.msg) {
+					t.Errorf("stderr %q does not say %q", r.stderr, tt.msg)
+				}
+			}
+		})
+	}
+	if kids := children(t, conn, held); len(kids) != 1 {
+		t.Errorf("after timeout and try, %s should hold only the test's node: %v", held, kids)
+	}
+	if kids := children(t, conn, free); len(kids) != 0 {
+		t.Errorf("nodes left behind in %s: %v", free, kids)
+	}
+}
+
+func TestLockSharedAndWrite(t *testing.T) {
+	servers(t)
+	dir := t.TempDir()
+	path := testPath(t, "rw")
+	env := []string{"D=" + dir}
+	// Two readers overlap; the writer runs alone.
+	reader := `touch "$D/reading.$$"; sleep 0.6; ls "$D" | grep -c '^reading' >> "$D/counts"; [ -e "$D/writing" ] && echo overlap >> "$D/errors"; rm "$D/reading.$$"`
+	writer := `ls "$D" | grep -q '^reading' && echo overlap >> "$D/errors"; touch "$D/writing"; sleep 0.3; rm "$D/writing"`
+	r1 := start(t, env, "lock", "--shared", path, "--", "sh", "-c", reader)
+	r2 := start(t, env, "lock", "--shared", path, "--", "sh", "-c", reader)
+	time.Sleep(200 * time.Millisecond)
+	w := start(t, env, "lock", "--write", path, "--", "sh", "-c", writer)
+	for _, p := range []*proc{r1, r2, w} {
+		if code := p.wait(30 * time.Second); code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, p.stderr.String())
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "errors")); err == nil {
+		t.Fatalf("a writer ran beside a reader:\n%s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "counts")); !strings.Contains(string(b), "2") {
+		t.Errorf("the two readers never held together; counts seen: %q", b)
+	}
+}
+
+func TestLockLost(t *testing.T) {
+	servers(t)
+	tests := []struct {
+		name   string
+		script string // run under the lock; writes $D/started
+		term   bool   // the command notes SIGTERM in $D/term
+		ended  string // how zkr says the command ended
+	}{
+		{"command stops on SIGTERM", `trap 'echo TERM > "$D/term"; exit 0' TERM
+echo started > "$D/started"
+while :; do sleep 0.05; done`, true, "stopped the command (exit status 0)"},
+		{"command ignores SIGTERM", `trap '' TERM
+echo started > "$D/started"
+while :; do sleep 0.05; done`, false, "stopped the command (killed by SIGKILL)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			proxy, err := zktest.NewProxy(servers(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { proxy.Close() })
+			dir := t.TempDir()
+			path := testPath(t, "lock")
+			p := start(t, []string{"D=" + dir}, "lock", "--servers", proxy.Addr(), "--session-timeout", "3s", "--grace", "500ms",
+				path, "--", "sh", "-c", tt.script)
+			eventually(t, 10*time.Second, "the command did not start", func() bool { return fileExists(filepath.Join(dir, "started")) })
+
+			// A partition: the server hears nothing from zkr's session and
+			// expires it after 3s; zkr, strict, gives the lock up after
+			// 1.5s of silence.
+			proxy.Blackhole()
+			t0 := time.Now()
+			code := p.wait(20 * time.Second)
+			if code != exitLost {
+				t.Fatalf("exit %d, want %d (lock lost); stderr:\n%s", code, exitLost, p.stderr.String())
+			}
+			if tt.term && !fileExists(filepath.Join(dir, "term")) {
+				t.Errorf("the command was not sent SIGTERM")
+			}
+			msg := zkrLines(t, p.stderr.String())
+			if !strings.Contains(msg, "lost the lock on "+path) || !strings.Contains(msg, tt.ended) {
+				t.Errorf("stderr does not say the lock was lost and the command %q: %q", tt.ended, msg)
+			}
+			t.Logf("zkr exited %v after the partition began: %s", time.Since(t0).Round(time.Millisecond), msg)
+
+			// The server expired the session: the node is gone.
+			proxy.Pass()
+			conn := admin(t)
+			eventually(t, 10*time.Second, "the lost holder's node is still there", func() bool { return len(children(t, conn, path)) == 0 })
+		})
+	}
+}
+
+func TestLockSignals(t *testing.T) {
+	servers(t)
+	conn := admin(t)
+
+	t.Run("forwarded to the command", func(t *testing.T) {
+		dir := t.TempDir()
+		path := testPath(t, "lock")
+		script := `trap 'echo TERM > "$D/term"; exit 3' TERM
+echo started > "$D/started"
+while :; do sleep 0.05; done`
+		p := start(t, []string{"D=" + dir}, "lock", path, "--", "sh", "-c", script)
+		eventually(t, 10*time.Second, "the command did not start", func() bool { return fileExists(filepath.Join(dir, "started")) })
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		if code := p.wait(10 * time.Second); code != 3 {
+			t.Fatalf("exit %d, want the command's 3; stderr:\n%s", code, p.stderr.String())
+		}
+		if !fileExists(filepath.Join(dir, "term")) {
+			t.Errorf("the command did not get SIGTERM")
+		}
+		if kids := children(t, conn, path); len(kids) != 0 {
+			t.Errorf("the lock was not released: %v", kids)
+		}
+	})
+
+	t.Run("while waiting", func(t *testing.T) {
+		path := testPath(t, "lock")
+		holdLock(t, path)
+		p := start(t, nil, "lock", path, "--", "true")
+		eventually(t, 10*time.Second, "zkr did not queue", func() bool { return len(children(t, conn, path)) == 2 })
+		p.cmd.Process.Signal(syscall.SIGINT)
+		if code := p.wait(10 * time.Second); code != exitSignal+int(syscall.SIGINT) {
+			t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitSignal+int(syscall.SIGINT), p.stderr.String())
+		}
+		oneLineError(t, result{stderr: p.stderr.String()})
+		if kids := children(t, conn, path); len(kids) != 1 {
+			t.Errorf("zkr left its node in the queue: %v", kids)
+		}
+	})
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// The tests run the zkr binary, built once, against one real ZooKeeper.
+var (
+	zkrBin    string
+	shared    *zktest.Cluster
+	sharedErr error
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "zkr-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		shared, sharedErr = zktest.Start(ctx, zktest.Options{})
+	}()
+	zkrBin = filepath.Join(dir, "zkr")
+	args := []string{"build", "-o", zkrBin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	buildErr := build.Run()
+	<-started
+	if shared != nil {
+		defer shared.Close()
+	}
+	if buildErr != nil {
+		fmt.Fprintf(os.Stderr, "building zkr: %v\n", buildErr)
+		return 1
+	}
+	return m.Run()
+}
+
+// servers returns the shared server's address, or skips the test.
+func servers(t *testing.T) string {
+	t.Helper()
+	zktest.SkipOrFail(t, sharedErr)
+	return shared.Addr(0)
+}
+
+// testPath is a ZooKeeper path of the test's own.
+func testPath(t *testing.T, name string) string {
+	return "/zkrtest/" + regexp.MustCompile(`[^A-Za-z0-9_-]`).ReplaceAllString(t.Name(), "_") + "/" + name
+}
+
+// syncBuffer is a bytes.Buffer safe for a process to write while a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// proc is a zkr process started by a test.
+type proc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdout syncBuffer
+	stderr syncBuffer
+	done   chan struct{}
+	code   int
+}
+
+// start starts zkr with args, on the shared server unless args say
+// otherwise. The process is killed when the test ends.
+func start(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, done: make(chan struct{})}
+	p.cmd = exec.Command(zkrBin, args...)
+	p.cmd.Env = os.Environ()
+	if sharedErr == nil {
+		p.cmd.Env = append(p.cmd.Env, "ZKR_SERVERS="+shared.Addr(0))
+	}
+	p.cmd.Env = append(p.cmd.Env, env...) // the last value of a variable wins
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting zkr: %v", err)
+	}
+	go func() {
+		err := p.cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee):
+			p.code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				p.code = 128 + int(ws.Signal())
+			}
+		default:
+			p.code = -1
+		}
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// wait waits for the process to exit and returns its exit code.
+func (p *proc) wait(d time.Duration) int {
+	p.t.Helper()
+	select {
+	case <-p.done:
+		return p.code
+	case <-time.After(d):
+		p.t.Fatalf("zkr %q still running after %v; stderr:\n%s", p.cmd.Args[1:], d, p.stderr.String())
+		return 0
+	}
+}
+
+// exited reports whether the process has exited.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// result is how a zkr run ended.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// zkr runs zkr with args to the end (at most a minute).
+func zkr(t *testing.T, args ...string) result {
+	t.Helper()
+	p := start(t, nil, args...)
+	code := p.wait(time.Minute)
+	return result{code: code, stdout: p.stdout.String(), stderr: p.stderr.String()}
+}
+
+// oneLineError checks that stderr is one line, without a stack trace.
+func oneLineError(t *testing.T, r result) {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+	if len(lines) != 1 || lines[0] == "" {
+		t.Errorf("stderr should be one line, got %d:\n%s", len(lines), r.stderr)
+	}
+	for _, bad := range []string{"goroutine ", "panic", ".go:"} {
+		if strings.Contains(r.stderr, bad) {
+			t.Errorf("stderr looks like a stack trace (%q):\n%s", bad, r.stderr)
+		}
+	}
+}
+
+// zkrLines returns what zkr itself wrote on stderr, among what its command
+// wrote there, and checks that it is one line, without a stack trace.
+func zkrLines(t *testing.T, stderr string) string {
+	t.Helper()
+	var own []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "zkr ") || strings.HasPrefix(l, "zkr:") {
+			own = append(own, l)
+		}
+	}
+	if len(own) != 1 {
+		t.Errorf("zkr should write one line on stderr, wrote %d:\n%s", len(own), stderr)
+	}
+	if strings.Contains(stderr, "goroutine ") || strings.Contains(stderr, "panic") {
+		t.Errorf("stderr looks like a stack trace:\n%s", stderr)
+	}
+	return strings.Join(own, "\n")
+}
+
+// eventually polls cond every 20ms until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// admin is a plain ZooKeeper client to look at the tree.
+func admin(t *testing.T) *zk.Conn {
+	t.Helper()
+	conn, events, err := zk.Connect([]string{servers(t)}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		for range events {
+		}
+	})
+	for ev := range events {
+		if ev.State == zk.StateHasSession {
+			break
+		}
+	}
+	return conn
+}
+
+// children lists path's children ("" list if it does not exist).
+func children(t *testing.T, conn *zk.Conn, path string) []string {
+	t.Helper()
+	kids, _, err := conn.Children(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kids
+}
+
+// fileExists reports whether name exists.
+func fileExists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
+}

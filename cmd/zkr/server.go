@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// measureServers returns the servers demo and bench run on: those the user
+// gave (--servers or $ZKR_SERVERS), after checking that they answer, or a
+// throwaway ZooKeeper started for the run and stopped by stop. Either way
+// it says on stderr which.
+func (a *app) measureServers(ctx context.Context, cmd *cobra.Command, opts zktest.Options) (servers []string, stop func(), err error) {
+	name := cmd.CommandPath()
+	servers, chosen, err := a.serverList()
+	if err != nil {
+		return nil, nil, err
+	}
+	if chosen {
+		s, err := a.connect(ctx, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.Close()
+		fmt.Fprintf(a.stderr, "%s: using ZooKeeper at %s\n", name, strings.Join(servers, ","))
+		return servers, func() {}, nil
+	}
+	if err := zktest.Available(); err != nil {
+		return nil, nil, withCode(exitConnect, fmt.Errorf("no --servers given, and cannot start a ZooKeeper here (pass --servers host:port to use one): %w", err))
+	}
+	fmt.Fprintf(a.stderr, "%s: no --servers given: starting a throwaway Apache ZooKeeper (Java, through zktest)...\n", name)
+	c, err := zktest.Start(ctx, opts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, withCode(exitConnect, fmt.Errorf("starting ZooKeeper: %w", err))
+	}
+	fmt.Fprintf(a.stderr, "%s: running on a throwaway ZooKeeper at %s (standalone, temporary directory, removed at the end)\n", name, strings.Join(c.Addrs(), ","))
+	return c.Addrs(), func() { c.Close() }, nil
+}

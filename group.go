@@ -1,0 +1,353 @@
+package zkrecipes
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Member is one member of a group: its id and the data it published.
+type Member struct {
+	ID   string
+	Data []byte
+}
+
+// Group is this session's membership in a group on a ZooKeeper path,
+// compatible with Apache Curator's GroupMember: each member is an ephemeral
+// node "<path>/<memberID>" whose data is the member's payload. Every direct
+// child of the path counts as a member. The membership ends when Leave is
+// called or the session ends; Lost tells when it is void.
+//
+// A Group's methods are safe to call concurrently.
+type Group struct {
+	s    *Session
+	dir  string
+	id   string
+	node string
+
+	mu   sync.Mutex
+	h    *nodeHold
+	left bool
+}
+
+// JoinGroup makes the session a member of the group on path under memberID,
+// publishing data, and returns the membership. The member id must be one
+// path segment. If a member with that id exists, JoinGroup returns an error
+// wrapping ErrMemberExists, whoever made it (another session, or another
+// JoinGroup of this session): a live member is never taken over. An id is
+// free again once its member left or its session ended.
+func JoinGroup(ctx context.Context, s *Session, path, memberID string, data []byte) (*Group, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	if memberID == "" || memberID == "." || memberID == ".." || strings.Contains(memberID, "/") {
+		return nil, fmt.Errorf("zkrecipes: join %s: %w: member id %q is not one path segment", path, ErrInvalidArgument, memberID)
+	}
+	node := path + "/" + memberID
+	if err := checkPath(node); err != nil {
+		return nil, fmt.Errorf("zkrecipes: join %s: %w: member id %q: %v", path, ErrInvalidArgument, memberID, err)
+	}
+	if err := createEphemeral(ctx, s, node, data); err != nil {
+		return nil, fmt.Errorf("zkrecipes: join %s as %q: %w", path, memberID, err)
+	}
+	return &Group{s: s, dir: path, id: memberID, node: node, h: s.holdNode(node)}, nil
+}
+
+// createEphemeral makes the ephemeral node p (and its parents as containers). After a
+// connection loss, a node that exists and belongs to this session is the one
+// the lost attempt made; without a loss, an existing node is never ours.
+func createEphemeral(ctx context.Context, s *Session, p string, data []byte) error {
+	lost, missing := false, 0
+	for {
+		err := s.createNode(ctx, p, data, zk.FlagEphemeral)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, ErrConnectionLoss):
+			lost = true
+			if err := s.awaitUp(ctx); err != nil {
+				return err
+			}
+		case errors.Is(err, zk.ErrNoNode) && missing < 3:
+			missing++
+			if err := s.ensurePath(ctx, p[:strings.LastIndexByte(p, '/')]); err != nil {
+				return err
+			}
+		case errors.Is(err, zk.ErrNodeExists):
+			st, err := s.stat(ctx, p)
+			if errors.Is(err, zk.ErrNoNode) {
+				continue // gone meanwhile: try again
+			}
+			if err != nil {
+				return err
+			}
+			if lost && st.EphemeralOwner == s.ID() {
+				return nil
+			}
+			return fmt.Errorf("%w: %s exists (owner session 0x%x)", ErrMemberExists, p, st.EphemeralOwner)
+		default:
+			return err
+		}
+	}
+}
+
+// ID returns the member id.
+func (g *Group) ID() string { return g.id }
+
+// Update replaces this member's data. It returns an error wrapping
+// ErrNotHeld after Leave, one wrapping ErrNodeLost if the member's node is
+// gone (Lost is closed), and one wrapping ErrSessionExpired if the session
+// expired.
+func (g *Group) Update(ctx context.Context, data []byte) error {
+	if err := g.check(); err != nil {
+		return fmt.Errorf("zkrecipes: update member %q of %s: %w", g.id, g.dir, err)
+	}
+	st, err := g.s.setData(ctx, g.node, data, -1)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		if e := g.s.Err(); e != nil {
+			err = e
+		} else {
+			err = fmt.Errorf("%w: %s", ErrNodeLost, g.node)
+		}
+	case err == nil && st.EphemeralOwner != g.s.ID():
+		// Our node was deleted and the id taken meanwhile.
+		err = fmt.Errorf("%w: %s belongs to session 0x%x", ErrNotOwner, g.node, st.EphemeralOwner)
+	}
+	if err != nil {
+		return fmt.Errorf("zkrecipes: update member %q of %s: %w", g.id, g.dir, err)
+	}
+	return nil
+}
+
+// check reports why the membership cannot be used: left, session over, or
+// node gone.
+func (g *Group) check() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.left {
+		return ErrNotHeld
+	}
+	if err := g.s.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-g.h.lost:
+		return fmt.Errorf("%w: %s", ErrNodeLost, g.node)
+	default:
+		return nil
+	}
+}
+
+// Leave ends the membership by deleting the member's node, even if ctx is
+// already cancelled; a node of that name made by another session (after
+// ours was deleted by someone else) is left alone. Lost is closed first.
+// It returns an error wrapping ErrNotHeld if called again, and one wrapping
+// ErrSessionExpired if the session expired meanwhile (the membership had
+// ended already).
+func (g *Group) Leave(ctx context.Context) error {
+	g.mu.Lock()
+	if g.left {
+		g.mu.Unlock()
+		return fmt.Errorf("zkrecipes: leave %s as %q: %w", g.dir, g.id, ErrNotHeld)
+	}
+	g.left = true
+	h := g.h
+	g.mu.Unlock()
+
+	h.end()
+	if err := g.s.Err(); err != nil {
+		return fmt.Errorf("zkrecipes: leave %s as %q: %w", g.dir, g.id, err)
+	}
+	cctx, cancel := g.s.cleanupContext(ctx)
+	defer cancel()
+	// The id may belong to another member by now, if ours was deleted by
+	// someone else: only our session's node is removed.
+	st, err := g.s.stat(cctx, g.node)
+	if err == nil && st.EphemeralOwner == g.s.ID() {
+		err = g.s.remove(cctx, g.node)
+	}
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("zkrecipes: leave %s as %q: %w", g.dir, g.id, err)
+	}
+	return nil
+}
+
+// Lost returns a channel that is closed when the membership is void: left,
+// the session expired or was closed, the member's node was deleted by
+// someone else, or (in strict mode, see WithStrict) the connection was down
+// long enough that the session may have expired.
+func (g *Group) Lost() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.h.lost
+}
+
+// Members returns the group's current members, sorted by id.
+func (g *Group) Members(ctx context.Context) ([]Member, error) {
+	kids, err := g.s.children(ctx, g.dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("zkrecipes: members of %s: %w", g.dir, err)
+	}
+	slices.Sort(kids)
+	ms := make([]Member, 0, len(kids))
+	for _, k := range kids {
+		data, _, err := g.s.getData(ctx, g.dir+"/"+k)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // left meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("zkrecipes: members of %s: %w", g.dir, err)
+		}
+		ms = append(ms, Member{ID: k, Data: data})
+	}
+	return ms, nil
+}
+
+// Watch returns a channel that receives the group's members (sorted by id)
+// at once and again after every change: a member joined or left (also by
+// its session ending) or updated its data. A slow receiver misses
+// intermediate states but always gets the latest. It costs one watch on the
+// group and one on each member. The channel is closed when ctx ends or the
+// session is over; cancel ctx to stop watching.
+func (g *Group) Watch(ctx context.Context) <-chan []Member {
+	out := make(chan []Member)
+	go g.watch(ctx, out)
+	return out
+}
+
+func (g *Group) watch(ctx context.Context, out chan<- []Member) {
+	defer close(out)
+	w := &groupWatch{
+		wake:  make(chan struct{}, 1),
+		fired: make(map[string]bool),
+		armed: make(map[string]bool),
+		data:  make(map[string][]byte),
+	}
+	var last []Member
+	sent := false
+	for {
+		ms, err := w.refresh(ctx, g.s, g.dir)
+		if err != nil {
+			if g.s.Err() == nil && ctx.Err() == nil {
+				g.s.log.Warn("zkrecipes: group watch stopped", "path", g.dir, "err", err)
+			}
+			return
+		}
+		if !sent || !slices.EqualFunc(ms, last, func(a, b Member) bool { return a.ID == b.ID && bytes.Equal(a.Data, b.Data) }) {
+			select {
+			case out <- ms:
+				last, sent = ms, true
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case <-w.wake:
+		case <-ctx.Done():
+			return
+		case <-g.s.done:
+			return
+		}
+	}
+}
+
+// groupWatch keeps one watch on the group's children (or on the group's
+// path while it does not exist) and one data watch on each member, and
+// re-arms only the watches that fired.
+type groupWatch struct {
+	wake chan struct{} // poked when a watch fires
+
+	mu         sync.Mutex
+	childFired bool
+	fired      map[string]bool // members whose data watch fired
+
+	childArmed bool
+	names      []string          // last listing
+	armed      map[string]bool   // members with a data watch outstanding
+	data       map[string][]byte // members' data as last read
+}
+
+// forward waits (until ctx ends) for one watch event and records it.
+func (w *groupWatch) forward(ctx context.Context, ch <-chan zk.Event, member string) {
+	go func() {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+		w.mu.Lock()
+		if member == "" {
+			w.childFired = true
+		} else {
+			w.fired[member] = true
+		}
+		w.mu.Unlock()
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}()
+}
+
+// refresh re-arms the watches that fired and returns the members.
+func (w *groupWatch) refresh(ctx context.Context, s *Session, dir string) ([]Member, error) {
+	w.mu.Lock()
+	if w.childFired {
+		w.childArmed, w.childFired = false, false
+	}
+	for m := range w.fired {
+		delete(w.armed, m)
+	}
+	clear(w.fired)
+	w.mu.Unlock()
+
+	for !w.childArmed {
+		kids, ch, err := s.childrenW(ctx, dir)
+		if errors.Is(err, zk.ErrNoNode) {
+			var ok bool
+			if ok, ch, err = s.existsW(ctx, dir); err == nil && ok {
+				continue // created meanwhile: list it
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		w.forward(ctx, ch, "")
+		w.childArmed, w.names = true, kids
+	}
+	ms := make([]Member, 0, len(w.names))
+	for _, k := range w.names {
+		if !w.armed[k] {
+			data, ch, err := s.getDataW(ctx, dir+"/"+k)
+			if errors.Is(err, zk.ErrNoNode) {
+				delete(w.data, k) // left; the child watch tells
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			w.forward(ctx, ch, k)
+			w.armed[k], w.data[k] = true, data
+		}
+		if d, ok := w.data[k]; ok {
+			ms = append(ms, Member{ID: k, Data: d})
+		}
+	}
+	for k := range w.data {
+		if !slices.Contains(w.names, k) {
+			delete(w.data, k)
+		}
+	}
+	slices.SortFunc(ms, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	return ms, nil
+}

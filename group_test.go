@@ -1,0 +1,196 @@
+package zkrecipes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+)
+
+// render shows members as "id=data,id=data".
+func render(ms []zkrecipes.Member) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = m.ID + "=" + string(m.Data)
+	}
+	return strings.Join(parts, ",")
+}
+
+// watcher follows one member's Watch channel.
+type watcher struct {
+	who  string
+	ch   <-chan []zkrecipes.Member
+	last string
+}
+
+// see waits until the watcher delivers exactly want.
+func (w *watcher) see(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for w.last != want {
+		select {
+		case ms, ok := <-w.ch:
+			if !ok {
+				t.Fatalf("%s: Watch closed while waiting for %q", w.who, want)
+			}
+			w.last = render(ms)
+		case <-deadline:
+			t.Fatalf("%s: Watch never showed %q (last %q)", w.who, want, w.last)
+		}
+	}
+}
+
+// TestGroupWatch: every member's Watch sees joins, leaves, data updates and
+// session expiries of the others; Members agrees.
+func TestGroupWatch(t *testing.T) {
+	e := newEnv(t)
+	path := e.path + "/group"
+	ctx := ctxTimeout(t, time.Minute)
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+
+	ss := map[string]*zkrecipes.Session{}
+	gs := map[string]*zkrecipes.Group{}
+	var ws []*watcher
+	join := func(id string) {
+		t.Helper()
+		ss[id] = e.session()
+		g, err := zkrecipes.JoinGroup(ctx, ss[id], path, id, []byte("v1-"+id))
+		must(t, err, "%s: JoinGroup", id)
+		gs[id] = g
+		ws = append(ws, &watcher{who: id, ch: g.Watch(wctx)})
+	}
+	// seeAll checks every watcher of a member still in the group.
+	seeAll := func(want string) {
+		t.Helper()
+		for _, w := range ws {
+			if _, in := gs[w.who]; in {
+				w.see(t, want)
+			}
+		}
+		for id, g := range gs {
+			ms, err := g.Members(ctx)
+			must(t, err, "%s: Members", id)
+			if got := render(ms); got != want {
+				t.Errorf("%s: Members = %q, want %q", id, got, want)
+			}
+			break
+		}
+	}
+
+	for _, id := range []string{"a", "b", "c", "d"} {
+		join(id)
+	}
+	seeAll("a=v1-a,b=v1-b,c=v1-c,d=v1-d")
+	join("e")
+	seeAll("a=v1-a,b=v1-b,c=v1-c,d=v1-d,e=v1-e")
+
+	must(t, gs["b"].Leave(ctx), "b: Leave")
+	closed(t, gs["b"].Lost(), "b's Lost after Leave")
+	delete(gs, "b")
+	seeAll("a=v1-a,c=v1-c,d=v1-d,e=v1-e")
+
+	must(t, gs["a"].Update(ctx, []byte("v2-a")), "a: Update")
+	seeAll("a=v2-a,c=v1-c,d=v1-d,e=v1-e")
+
+	e.expire(ss["c"])
+	closed(t, gs["c"].Lost(), "c's Lost after its session expired")
+	if err := gs["c"].Update(ctx, []byte("late")); !errors.Is(err, zkrecipes.ErrSessionExpired) {
+		t.Errorf("Update after expiry = %v, want ErrSessionExpired", err)
+	}
+	delete(gs, "c")
+	seeAll("a=v2-a,d=v1-d,e=v1-e")
+
+	// c comes back on a new session.
+	join("c")
+	seeAll("a=v2-a,c=v1-c,d=v1-d,e=v1-e")
+
+	for id, g := range gs {
+		must(t, g.Leave(ctx), "%s: Leave", id)
+	}
+	wcancel()
+	for _, w := range ws {
+		for range w.ch {
+		}
+	}
+	e.empty(path)
+}
+
+// TestGroupUniqueID: an id taken by a live member cannot be taken again,
+// by another session or by the same one; it is free once the member left
+// or its session ended.
+func TestGroupUniqueID(t *testing.T) {
+	e := newEnv(t)
+	path := e.path + "/group"
+	ctx := ctxTimeout(t, time.Minute)
+	s1, s2 := e.session(), e.session()
+
+	g, err := zkrecipes.JoinGroup(ctx, s1, path, "worker", []byte("one"))
+	must(t, err, "first JoinGroup")
+	for name, s := range map[string]*zkrecipes.Session{"another session": s2, "the same session": s1} {
+		if _, err := zkrecipes.JoinGroup(ctx, s, path, "worker", []byte("two")); !errors.Is(err, zkrecipes.ErrMemberExists) {
+			t.Errorf("JoinGroup of a taken id by %s = %v, want ErrMemberExists", name, err)
+		}
+	}
+	data, _, err := e.admin.Get(path + "/worker")
+	must(t, err, "get the member")
+	if string(data) != "one" {
+		t.Errorf("member data = %q after refused joins, want %q", data, "one")
+	}
+	select {
+	case <-g.Lost():
+		t.Error("refused joins voided the first member")
+	default:
+	}
+
+	must(t, g.Leave(ctx), "Leave")
+	if err := g.Leave(ctx); !errors.Is(err, zkrecipes.ErrNotHeld) {
+		t.Errorf("second Leave = %v, want ErrNotHeld", err)
+	}
+	if err := g.Update(ctx, nil); !errors.Is(err, zkrecipes.ErrNotHeld) {
+		t.Errorf("Update after Leave = %v, want ErrNotHeld", err)
+	}
+	g2, err := zkrecipes.JoinGroup(ctx, s2, path, "worker", []byte("two"))
+	must(t, err, "JoinGroup after the first left")
+
+	// Deleted by an operator: Lost closes, Update refuses to write, and
+	// the id is free again.
+	must(t, e.admin.Delete(path+"/worker", -1), "delete the member's node")
+	closed(t, g2.Lost(), "Lost after the node was deleted")
+	if err := g2.Update(ctx, []byte("x")); !errors.Is(err, zkrecipes.ErrNodeLost) {
+		t.Errorf("Update after the node was deleted = %v, want ErrNodeLost", err)
+	}
+	g3, err := zkrecipes.JoinGroup(ctx, s1, path, "worker", nil)
+	must(t, err, "JoinGroup after the node was deleted")
+	if err := g2.Update(ctx, []byte("x")); err == nil {
+		t.Error("Update by the old member succeeded on the new member's node")
+	}
+	if data, _, _ := e.admin.Get(path + "/worker"); len(data) != 0 {
+		t.Errorf("the new member's data was overwritten: %q", data)
+	}
+	must(t, g2.Leave(ctx), "old member: Leave")
+	if kids := e.children(path); !slices.Equal(kids, []string{"worker"}) {
+		t.Errorf("the old member's Leave touched the new member: %v", kids)
+	}
+	must(t, g3.Leave(ctx), "Leave")
+
+	for _, id := range []string{"", ".", "..", "a/b", "nul\x00"} {
+		if _, err := zkrecipes.JoinGroup(ctx, s1, path, id, nil); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
+			t.Errorf("JoinGroup with id %q = %v, want ErrInvalidArgument", id, err)
+		}
+	}
+	// A cancelled join leaves nothing.
+	for i := range 20 {
+		cctx, cancel := context.WithCancel(ctx)
+		go cancel()
+		if g, err := zkrecipes.JoinGroup(cctx, s1, path, fmt.Sprintf("m%d", i), nil); err == nil {
+			must(t, g.Leave(ctx), "Leave")
+		}
+	}
+	e.empty(path)
+}

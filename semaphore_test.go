@@ -1,0 +1,207 @@
+package zkrecipes_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+)
+
+// permitTracker counts the participants that believe they hold a lease,
+// each by its own view: from Acquire's return until it releases or its
+// Lost closes. As in TestElectionChurn, a participant stops counting when
+// the test decides to expire its session, just before the server ends it
+// (and deletes its lease node in the same step): the old client can only
+// learn of the expiry afterwards.
+type permitTracker struct {
+	t        *testing.T
+	n        int
+	mu       sync.Mutex
+	holders  map[*zkrecipes.Session]bool
+	expiring map[*zkrecipes.Session]bool
+	max      int
+	total    int
+}
+
+func (p *permitTracker) enter(s *zkrecipes.Session) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.expiring[s] {
+		return
+	}
+	p.holders[s] = true
+	if len(p.holders) > p.n {
+		p.t.Errorf("%d participants hold a lease of a semaphore with %d permits", len(p.holders), p.n)
+	}
+	p.max = max(p.max, len(p.holders))
+	p.total++
+}
+
+func (p *permitTracker) leave(s *zkrecipes.Session) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.holders, s)
+}
+
+func (p *permitTracker) markExpiring(s *zkrecipes.Session) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.expiring[s] = true
+	delete(p.holders, s)
+}
+
+// TestSemaphoreLimit: 20 sessions contend for 3 permits, holding for random
+// times, while the test expires random sessions (holders and acquirers in
+// the middle of Acquire): never more than 3 hold at once.
+func TestSemaphoreLimit(t *testing.T) {
+	e := newEnv(t)
+	const sessions, permits, acquisitions, expiries = 20, 3, 200, 30
+	path := e.path + "/sem"
+	ctx := ctxTimeout(t, 2*time.Minute)
+	pctx, stop := context.WithCancel(ctx)
+	tr := &permitTracker{t: t, n: permits, holders: map[*zkrecipes.Session]bool{}, expiring: map[*zkrecipes.Session]bool{}}
+	current := make([]*zkrecipes.Session, sessions)
+
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for pctx.Err() == nil {
+				s, err := zkrecipes.NewSession(ctx, e.servers)
+				if !check(t, err, "participant %d: NewSession", i) {
+					return
+				}
+				tr.mu.Lock()
+				current[i] = s
+				tr.mu.Unlock()
+				sem := zkrecipes.NewSemaphore(s, path, permits)
+				for s.Err() == nil && pctx.Err() == nil {
+					l, err := sem.Acquire(pctx)
+					if err != nil {
+						if pctx.Err() == nil && s.Err() == nil {
+							t.Errorf("participant %d: Acquire: %v", i, err)
+						}
+						break
+					}
+					tr.enter(s)
+					select {
+					case <-time.After(time.Duration(rand.IntN(10_000)) * time.Microsecond):
+					case <-l.Lost():
+					}
+					tr.leave(s)
+					if err := l.Release(ctx); err != nil && s.Err() == nil {
+						t.Errorf("participant %d: Release: %v", i, err)
+					}
+				}
+				s.Close()
+			}
+		}()
+	}
+
+	for k := 0; k < expiries; k++ {
+		time.Sleep(time.Duration(20+rand.IntN(40)) * time.Millisecond)
+		tr.mu.Lock()
+		s := current[rand.IntN(sessions)]
+		gone := s == nil || tr.expiring[s]
+		tr.mu.Unlock()
+		if !gone {
+			tr.markExpiring(s)
+			expireSession(t, e.servers[0], s)
+		}
+	}
+	e.waitFor("enough acquisitions", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.total >= acquisitions
+	})
+	stop()
+	wg.Wait()
+	t.Logf("%d acquisitions, up to %d at once, %d sessions expired", tr.total, tr.max, len(tr.expiring))
+	e.empty(path + "/leases")
+	e.empty(path + "/locks")
+}
+
+var leaseName = regexp.MustCompile(`^_c_[0-9a-f-]{36}-lease-\d{10}$`)
+
+// TestSemaphorePermits: exactly n leases are granted at once, the next
+// acquirer waits for a release, disagreeing n is refused, cancelled and
+// expired acquirers leave nothing, and an expired holder's Lost closes.
+func TestSemaphorePermits(t *testing.T) {
+	e := newEnv(t)
+	path := e.path + "/sem"
+	ctx := ctxTimeout(t, time.Minute)
+	leases := path + "/leases"
+
+	ss := make([]*zkrecipes.Session, 3)
+	ls := make([]*zkrecipes.Lease, 3)
+	for i := range ls {
+		ss[i] = e.session()
+		l, err := zkrecipes.NewSemaphore(ss[i], path, 3).Acquire(ctx)
+		must(t, err, "lease %d of 3", i)
+		ls[i] = l
+	}
+	for _, k := range e.children(leases) {
+		if !leaseName.MatchString(k) {
+			t.Errorf("lease node %q is not named like Curator's", k)
+		}
+	}
+	if data, _, err := e.admin.Get(path); err != nil || string(data) != "3" {
+		t.Errorf("permit record at %s = %q, %v; want \"3\"", path, data, err)
+	}
+
+	// A fourth waits (its lease node is there, but it does not hold).
+	s4 := e.session()
+	var l4 *zkrecipes.Lease
+	done4 := async(func() (err error) {
+		l4, err = zkrecipes.NewSemaphore(s4, path, 3).Acquire(ctx)
+		return err
+	})
+	e.waitFor("the fourth to add its lease node", func() bool { return len(e.children(leases)) == 4 })
+	blocked(t, done4, "fourth Acquire")
+
+	// Disagreeing n is refused, leaving nothing.
+	other := e.session()
+	if _, err := zkrecipes.NewSemaphore(other, path, 4).Acquire(ctx); !errors.Is(err, zkrecipes.ErrPermitsMismatch) {
+		t.Errorf("Acquire with 4 permits on a 3-permit semaphore = %v, want ErrPermitsMismatch", err)
+	}
+	// Cancelled while queued for the semaphore's mutex: nothing left.
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	if _, err := zkrecipes.NewSemaphore(other, path, 3).Acquire(cctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("fifth Acquire = %v, want DeadlineExceeded", err)
+	}
+	cancel()
+	if n := len(e.children(leases)); n != 4 {
+		t.Errorf("%d lease nodes after refused and cancelled acquirers, want 4", n)
+	}
+	if n := len(e.children(path + "/locks")); n != 1 {
+		t.Errorf("%d mutex nodes, want only the waiting fourth's", n)
+	}
+	blocked(t, done4, "fourth Acquire")
+
+	// A holder's session expires: its Lost closes and the fourth gets in.
+	e.expire(ss[0])
+	must(t, result(t, done4, "fourth Acquire"), "fourth Acquire after a holder expired")
+	closed(t, ls[0].Lost(), "expired holder's Lost")
+	if err := ls[0].Release(ctx); !errors.Is(err, zkrecipes.ErrSessionExpired) {
+		t.Errorf("Release after expiry = %v, want ErrSessionExpired", err)
+	}
+	must(t, ls[1].Release(ctx), "Release")
+	closed(t, ls[1].Lost(), "Lost after Release")
+	if err := ls[1].Release(ctx); !errors.Is(err, zkrecipes.ErrNotHeld) {
+		t.Errorf("second Release = %v, want ErrNotHeld", err)
+	}
+	must(t, ls[2].Release(ctx), "Release")
+	must(t, l4.Release(ctx), "Release")
+
+	if _, err := zkrecipes.NewSemaphore(other, path, 0).Acquire(ctx); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
+		t.Errorf("Acquire with 0 permits = %v, want ErrInvalidArgument", err)
+	}
+	e.empty(leases)
+	e.empty(path + "/locks")
+}
