@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/internal/bench"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -34,6 +35,13 @@ func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	shared, sharedErr = zktest.Start(ctx, zktest.Options{Production: benchmarking})
 	cancel()
+	if benchmarking && sharedErr == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		if err := bench.Warm(ctx, shared.Addrs(), "/warm"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		cancel()
+	}
 	code := m.Run()
 	if shared != nil {
 		shared.Close()

@@ -122,10 +122,11 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 
 // Token returns the fencing token of the current holding, or 0 when the lock
 // is not held. Tokens strictly increase from one holder of the path to the
-// next (it is the zxid that created the holder's node), so a resource
-// guarded by the lock can refuse any request carrying a token lower than
-// the highest it has seen: a holder that lost the lock without knowing it
-// cannot then overwrite its successor's work.
+// next (a token is the zxid of the last change to the queue that the holder
+// saw as it acquired), so a resource guarded by the lock can refuse any
+// request carrying a token lower than the highest it has seen: a holder
+// that lost the lock without knowing it cannot then overwrite its
+// successor's work.
 func (m *Mutex) Token() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -83,7 +83,7 @@ type ticket struct {
 	kind   kind
 	prefix string // protected prefix "_c_<uuid>-"
 	name   string // node name once created
-	token  int64  // czxid of the node, set when it holds
+	token  int64  // fencing token, set when it holds (see wait)
 }
 
 // path returns the ticket's node path ("" before it was created).
@@ -96,11 +96,22 @@ func (t *ticket) path() string {
 
 // contenders lists the queue, sorted by sequence number.
 func (q *queue) contenders(ctx context.Context) ([]contender, error) {
-	kids, err := q.s.children(ctx, q.dir)
+	cs, _, err := q.listing(ctx)
+	return cs, err
+}
+
+// listing lists the queue, sorted by sequence number, with the zxid of the
+// last change to it (the parent's pzxid).
+func (q *queue) listing(ctx context.Context) ([]contender, int64, error) {
+	kids, st, err := q.s.childrenStat(ctx, q.dir)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return q.sorted(kids)
+	cs, err := q.sorted(kids)
+	if err != nil {
+		return nil, 0, err
+	}
+	return cs, st.Pzxid, nil
 }
 
 func (q *queue) sorted(kids []string) ([]contender, error) {
@@ -239,25 +250,22 @@ func (t *ticket) find(ctx context.Context) (string, error) {
 }
 
 // wait blocks until the ticket holds. With try, it returns ErrLocked instead
-// of waiting. Before it reports holding, the node's owner has been checked.
+// of waiting.
+//
+// The node is known to be this session's: either our own create returned it
+// (the server answered on our session), or, after a connection loss, find
+// checked its ephemeralOwner. Every listing that still shows it shows it is
+// still ours.
+//
+// The fencing token is the pzxid of the listing that finds the ticket
+// holding: the zxid of the last change to the queue. The previous holder's
+// token was read while its node existed, and this listing shows that node
+// deleted, so it sees a later zxid: tokens strictly increase from one
+// holder to the next.
 func (t *ticket) wait(ctx context.Context, try bool) error {
 	s, q := t.q.s, t.q
-	// The ownership check and the first listing go out together: one round
-	// trip. The owner of a node never changes, and every later listing
-	// that still shows the node shows it is still ours.
-	var confirmed chan error
-	if t.token == 0 {
-		confirmed = make(chan error, 1)
-		go func() { confirmed <- t.confirm(ctx) }()
-	}
 	for {
-		cs, err := q.contenders(ctx)
-		if confirmed != nil {
-			if cerr := <-confirmed; cerr != nil {
-				return cerr
-			}
-			confirmed = nil
-		}
+		cs, pzxid, err := q.listing(ctx)
 		if err != nil {
 			return err
 		}
@@ -270,6 +278,7 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 		}
 		b := blocker(cs, i)
 		if b < 0 {
+			t.token = pzxid
 			return nil
 		}
 		if try {
@@ -293,28 +302,6 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 			return s.Err()
 		}
 	}
-}
-
-// confirm checks that the ticket's node is owned by this session (a node left
-// by another session must never count as ours) and takes the node's czxid as
-// the fencing token.
-func (t *ticket) confirm(ctx context.Context) error {
-	s := t.q.s
-	st, err := s.stat(ctx, t.path())
-	if errors.Is(err, zk.ErrNoNode) {
-		if err := s.Err(); err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: %s", ErrNodeLost, t.path())
-	}
-	if err != nil {
-		return err
-	}
-	if st.EphemeralOwner != s.ID() {
-		return fmt.Errorf("%w: %s belongs to session 0x%x, not 0x%x", ErrNotOwner, t.path(), st.EphemeralOwner, s.ID())
-	}
-	t.token = st.Czxid
-	return nil
 }
 
 // leave deletes the ticket's node, even when ctx has ended (with a fresh,

@@ -214,3 +214,15 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	i := int(p * float64(len(d)-1))
 	return d[i]
 }
+
+// Warm runs a throwaway workload so the server's JIT compiler has compiled
+// the request paths before anything is measured: on a fresh JVM the first
+// workload measured would otherwise pay for the warm-up and look slower.
+func Warm(ctx context.Context, servers []string, path string) error {
+	for _, recipe := range []string{"go-zookeeper", "zkrecipes"} {
+		if _, err := Run(ctx, recipe, Config{Servers: servers, Path: path + "/" + recipe, Contenders: 10, Acquisitions: 3000}); err != nil {
+			return fmt.Errorf("bench: warm-up: %w", err)
+		}
+	}
+	return nil
+}
