@@ -26,7 +26,18 @@ type kind struct {
 
 // Node name markers, shared with Curator (after its "_c_<uuid>-" prefix)
 // and kazoo.
-var mutexKinds = []kind{{"lock-", false}, {"__lock__", false}}
+var (
+	// mutexKind is Curator's InterProcessMutex and go-zookeeper/zk's Lock.
+	mutexKind = kind{marker: "lock-"}
+	// readerKind and writerKind are Curator's InterProcessReadWriteLock.
+	readerKind = kind{marker: "__READ__", reader: true}
+	writerKind = kind{marker: "__WRIT__"}
+	// lockKinds are the nodes that take part in a lock on one path,
+	// whichever recipe or client made them: a Mutex node counts as a
+	// writer of an RWMutex on the same path, and kazoo's ReadLock and
+	// Lock/WriteLock nodes ("__rlock__", "__lock__") count too.
+	lockKinds = []kind{mutexKind, readerKind, writerKind, {"__rlock__", true}, {"__lock__", false}}
+)
 
 // blocker returns the index of the contender that q[i] must wait for, or -1
 // when q[i] holds. Writers (and mutex holders, and election candidates) wait

@@ -57,7 +57,7 @@ func NewSemaphore(s *Session, path string, n int) *Semaphore {
 	}
 	return &Semaphore{
 		s: s, path: path, n: n, err: err,
-		locks:  queue{s: s, dir: path + "/locks", kinds: mutexKinds},
+		locks:  queue{s: s, dir: path + "/locks", kinds: lockKinds},
 		leases: queue{s: s, dir: path + "/leases"},
 	}
 }
@@ -98,7 +98,7 @@ func (m *Semaphore) acquire(ctx context.Context) (*ticket, error) {
 	} else if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, err
 	}
-	lock, err := m.locks.enter(ctx, kind{marker: "lock-"}, nil)
+	lock, err := m.locks.enter(ctx, mutexKind, nil)
 	if err != nil {
 		return nil, err
 	}

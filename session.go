@@ -40,6 +40,7 @@ type Session struct {
 	timeout  time.Duration // negotiated
 	up       chan struct{} // closed while connected with the session; replaced when the connection drops
 	isUp     bool
+	wasUp    bool // connected at least once: later connections are reconnections
 	done     chan struct{}
 	err      error
 	holds    map[chan struct{}]struct{}
@@ -280,12 +281,14 @@ func (s *Session) connected() {
 		s.strictT.Stop()
 		s.strictT = nil
 	}
-	if s.void {
+	switch {
+	case s.void:
 		s.void = false
 		s.log.Warn("zookeeper session reconnected after holdings were reported lost", "session", fmt.Sprintf("0x%x", s.id))
-	} else if s.id != 0 {
+	case s.wasUp:
 		s.log.Info("zookeeper session reconnected", "session", fmt.Sprintf("0x%x", s.id))
 	}
+	s.wasUp = true
 }
 
 func (s *Session) disconnected() {

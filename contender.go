@@ -1,0 +1,151 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// LockOption configures a Mutex or an RWMutex.
+type LockOption func(*lockConfig)
+
+type lockConfig struct {
+	data []byte
+}
+
+// WithNodeData stores data in this contender's node, where other processes
+// inspecting the queue can read it (Curator stores the client's address
+// there; zkr stores its --id). It does not affect the lock.
+func WithNodeData(data []byte) LockOption {
+	return func(c *lockConfig) { c.data = append([]byte(nil), data...) }
+}
+
+// seat is one contender's state in a lock queue — idle, acquiring, or
+// holding one ticket — shared by Mutex and RWMutex, which differ only in
+// the kind of node they queue.
+type seat struct {
+	q    queue
+	err  error // invalid path, reported by every call
+	data []byte
+
+	mu      sync.Mutex
+	busy    bool // acquiring or holding
+	reader  bool // what is held or being acquired
+	held    *ticket
+	lost    <-chan struct{}
+	release func()
+}
+
+func newSeat(s *Session, path string, opts []LockOption) seat {
+	var cfg lockConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return seat{q: queue{s: s, dir: path, kinds: lockKinds}, err: checkPath(path), data: cfg.data}
+}
+
+// acquire queues a node of kind k and waits until it holds (with try,
+// returns ErrLocked instead of waiting). op names the operation in errors.
+func (st *seat) acquire(ctx context.Context, k kind, try bool, op string) error {
+	if st.err != nil {
+		return st.err
+	}
+	st.mu.Lock()
+	switch {
+	case st.held != nil && st.reader && !k.reader:
+		st.mu.Unlock()
+		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, ErrUpgrade)
+	case st.held != nil && !st.reader && k.reader:
+		st.mu.Unlock()
+		return fmt.Errorf("zkrecipes: %s %s: %w: the write lock is held and cannot be downgraded (Unlock, then RLock)", op, st.q.dir, ErrBusy)
+	case st.busy:
+		st.mu.Unlock()
+		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, ErrBusy)
+	}
+	st.busy, st.reader = true, k.reader
+	st.mu.Unlock()
+
+	t, err := st.take(ctx, k, try)
+
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err != nil {
+		st.busy = false
+		if errors.Is(err, ErrLocked) {
+			return fmt.Errorf("%s %s: %w", op, st.q.dir, err)
+		}
+		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, err)
+	}
+	st.held = t
+	st.lost, st.release = st.q.s.hold()
+	return nil
+}
+
+func (st *seat) take(ctx context.Context, k kind, try bool) (*ticket, error) {
+	if try {
+		// A node queued that would block ours means the lock is taken:
+		// answer without a write.
+		cs, err := st.q.contenders(ctx)
+		if err == nil && blocker(append(cs, contender{reader: k.reader}), len(cs)) >= 0 {
+			return nil, ErrLocked
+		}
+	}
+	t, err := st.q.enter(ctx, k, st.data)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.wait(ctx, try); err != nil {
+		t.leave(ctx)
+		return nil, err
+	}
+	return t, nil
+}
+
+// leave releases what is held, if it is of the reader kind given.
+func (st *seat) leave(ctx context.Context, reader bool, op string) error {
+	if st.err != nil {
+		return st.err
+	}
+	st.mu.Lock()
+	t, release := st.held, st.release
+	if t == nil || st.reader != reader {
+		what := "nothing"
+		if t != nil {
+			what = "the write lock"
+			if st.reader {
+				what = "the read lock"
+			}
+		}
+		st.mu.Unlock()
+		return fmt.Errorf("zkrecipes: %s %s: %w (this value holds %s)", op, st.q.dir, ErrNotHeld, what)
+	}
+	st.held, st.release, st.busy = nil, nil, false
+	st.mu.Unlock()
+
+	release()
+	if err := t.leave(ctx); err != nil {
+		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, err)
+	}
+	return nil
+}
+
+func (st *seat) token() int64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.held == nil {
+		return 0
+	}
+	return st.held.token
+}
+
+func (st *seat) lostChan() <-chan struct{} {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.held == nil {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	return st.lost
+}
