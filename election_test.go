@@ -472,21 +472,7 @@ func TestElectionConnectionCutDuringCreate(t *testing.T) {
 // handover from a Go leader to a Curator one, reading the Java
 // participant's id from its node.
 func TestElectionInterop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts JVMs and Python")
-	}
-	e := newEnv(t)
-	for _, err := range []error{interop.CuratorAvailable(), interop.KazooAvailable()} {
-		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatal(err)
-			}
-			t.Skip(err)
-		}
-	}
-	ctx := ctxTimeout(t, 3*time.Minute)
-	curator, err := interop.BuildCurator(ctx, t.TempDir())
-	must(t, err, "build the Curator contender")
+	e, ctx, curator := interopEnv(t)
 	path := e.path + "/election"
 	args := func(id string, count int, hold time.Duration, marker, start string) []string {
 		argv, err := interop.Args{

@@ -3,6 +3,7 @@ package zkrecipes_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -21,21 +22,7 @@ import (
 // zkrecipes' Mutex on one path at the same time. Every contender marks a
 // shared directory while it holds; any overlap is a violation.
 func TestMutexInterop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts JVMs and Python")
-	}
-	e := newEnv(t)
-	for _, err := range []error{interop.CuratorAvailable(), interop.KazooAvailable()} {
-		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatal(err)
-			}
-			t.Skip(err)
-		}
-	}
-	ctx := ctxTimeout(t, 3*time.Minute)
-	curator, err := interop.BuildCurator(ctx, t.TempDir())
-	must(t, err, "build the Curator contender")
+	e, ctx, curator := interopEnv(t)
 
 	cases := []struct {
 		name                  string
@@ -98,6 +85,29 @@ func TestMutexInterop(t *testing.T) {
 			e.empty(lock)
 		})
 	}
+}
+
+// interopEnv gives an interop test its env, a context and the Curator
+// contender, or skips it (fails it under CI) when Java, Curator or kazoo is
+// missing.
+func interopEnv(t *testing.T) (*env, context.Context, func(context.Context, ...string) *exec.Cmd) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts JVMs and Python")
+	}
+	e := newEnv(t)
+	for _, err := range []error{interop.CuratorAvailable(), interop.KazooAvailable()} {
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatal(err)
+			}
+			t.Skip(err)
+		}
+	}
+	ctx := ctxTimeout(t, 3*time.Minute)
+	curator, err := interop.BuildCurator(ctx, t.TempDir())
+	must(t, err, "build the Curator contender")
+	return e, ctx, curator
 }
 
 // markExclusive claims the marker directory as an exclusive holder, as the

@@ -362,21 +362,7 @@ func TestRWMutexMisuse(t *testing.T) {
 // same time. Every holder marks a shared directory; a reader beside a
 // writer, or two writers together, is a violation.
 func TestRWMutexInterop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts JVMs and Python")
-	}
-	e := newEnv(t)
-	for _, err := range []error{interop.CuratorAvailable(), interop.KazooAvailable()} {
-		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatal(err)
-			}
-			t.Skip(err)
-		}
-	}
-	ctx := ctxTimeout(t, 3*time.Minute)
-	curator, err := interop.BuildCurator(ctx, t.TempDir())
-	must(t, err, "build the Curator contender")
+	e, ctx, curator := interopEnv(t)
 
 	type contender struct {
 		id, recipe string

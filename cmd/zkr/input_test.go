@@ -29,7 +29,6 @@ func TestBadInput(t *testing.T) {
 		{"negative duration", []string{"lock", "--timeout", "-1s", "/x", "--", "true"}, exitUsage, "must not be negative"},
 		{"unknown flag", []string{"lock", "--bogus", "/x", "--", "true"}, exitUsage, "unknown flag: --bogus"},
 		{"unknown command", []string{"lokc"}, exitUsage, `unknown command "lokc"`},
-		{"try with shared", []string{"lock", "--try", "--shared", "/x", "--", "true"}, exitUsage, "--try works only with the plain lock"},
 		{"elect without id", []string{"elect", "/x", "--", "true"}, exitUsage, "--id is required"},
 		{"observe with command", []string{"elect", "/x", "--observe", "--", "true"}, exitUsage, "--observe runs no command"},
 		{"two paths", []string{"inspect", "/a", "/b"}, exitUsage, "expected one PATH"},

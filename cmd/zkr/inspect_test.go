@@ -37,7 +37,7 @@ func TestInspect(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := admin(t)
-	waiter := start(t, nil, "lock", path, "--", "true")
+	waiter := start(t, nil, "lock", "--id", "waiter-1", path, "--", "true")
 	eventually(t, 10*time.Second, "zkr lock did not queue", func() bool { return len(children(t, conn, path)) == 2 })
 
 	r := zkr(t, "inspect", path)
@@ -53,8 +53,8 @@ func TestInspect(t *testing.T) {
 	if holder[0] != "#1" || holder[1] != "holds" || holder[5] != sessionHex(s) {
 		t.Errorf("first line should be the test's session holding: %q", lines[2])
 	}
-	if next[0] != "#2" || next[1] != "waits" || next[3] != "#1" {
-		t.Errorf("second line should be zkr waiting for #1: %q", lines[3])
+	if next[0] != "#2" || next[1] != "waits" || next[3] != "#1" || !strings.Contains(lines[3], "waiter-1") {
+		t.Errorf("second line should be zkr (--id waiter-1) waiting for #1: %q", lines[3])
 	}
 	if strings.Contains(r.stdout, "ORPHANED") {
 		t.Errorf("nobody is orphaned yet:\n%s", r.stdout)

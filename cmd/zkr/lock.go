@@ -16,6 +16,7 @@ type lockFlags struct {
 	try     bool
 	shared  bool
 	write   bool
+	id      string
 	grace   time.Duration
 }
 
@@ -30,8 +31,10 @@ COMMAND exits; zkr then exits with COMMAND's status.
 The lock is zkrecipes' Mutex (Apache Curator's InterProcessMutex layout). With
 --shared or --write it is the read or the write side of zkrecipes' RWMutex
 (Curator's InterProcessReadWriteLock): any number of --shared holders run
-together, never beside a --write holder. The plain lock and the read/write lock
-do not see each other's nodes: to exclude --shared holders, use --write.
+together, never beside a --write holder or a plain lock holder (a plain lock
+counts as a writer of the read/write lock on the same path).
+
+--id is stored in the lock node; zkr inspect shows it.
 
 COMMAND gets ZKR_FENCING_TOKEN, a number that strictly increases from one holder
 to the next: pass it to the resource you guard, and have the resource refuse a
@@ -50,7 +53,8 @@ run / not found, 128+N zkr killed by signal N while waiting.`,
   zkr lock --timeout 30s /locks/deploy -- make deploy
   zkr lock --try /locks/cron-report -- ./report.sh || echo "another report is running"
   zkr lock --shared /locks/schema -- ./read-only-job
-  zkr lock --write /locks/schema -- ./migrate`,
+  zkr lock --write /locks/schema -- ./migrate
+  zkr lock --id "$(hostname)" /locks/backup -- ./backup.sh`,
 		Args: pathAndCommand(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.lock(cmd, f, args[0], args[1:])
@@ -60,7 +64,8 @@ run / not found, 128+N zkr killed by signal N while waiting.`,
 	fl.DurationVar(&f.timeout, "timeout", 0, "give up after waiting this long for the lock (exit status 3); 0 waits forever")
 	fl.BoolVar(&f.try, "try", false, "do not wait: exit with status 4 if the lock is held or awaited")
 	fl.BoolVar(&f.shared, "shared", false, "take the read (shared) side of a read/write lock")
-	fl.BoolVar(&f.write, "write", false, "take the write (exclusive) side of a read/write lock: excludes --shared holders")
+	fl.BoolVar(&f.write, "write", false, "take the write (exclusive) side of a read/write lock; the same exclusion as the plain lock")
+	fl.StringVar(&f.id, "id", "", "an id stored in the lock node (shown by zkr inspect)")
 	fl.DurationVar(&f.grace, "grace", 10*time.Second, "after the lock is lost, time between SIGTERM and SIGKILL to COMMAND")
 	return cmd
 }
@@ -73,15 +78,19 @@ type locker struct {
 }
 
 func newLocker(s *zkrecipes.Session, path string, f lockFlags) locker {
+	var opts []zkrecipes.LockOption
+	if f.id != "" {
+		opts = append(opts, zkrecipes.WithNodeData([]byte(f.id)))
+	}
 	switch {
 	case f.shared:
-		m := zkrecipes.NewRWMutex(s, path)
-		return locker{lock: m.RLock, unlock: m.RUnlock, token: m.Token, lost: m.Lost}
+		m := zkrecipes.NewRWMutex(s, path, opts...)
+		return locker{lock: m.RLock, try: m.TryRLock, unlock: m.RUnlock, token: m.Token, lost: m.Lost}
 	case f.write:
-		m := zkrecipes.NewRWMutex(s, path)
-		return locker{lock: m.Lock, unlock: m.Unlock, token: m.Token, lost: m.Lost}
+		m := zkrecipes.NewRWMutex(s, path, opts...)
+		return locker{lock: m.Lock, try: m.TryLock, unlock: m.Unlock, token: m.Token, lost: m.Lost}
 	}
-	m := zkrecipes.NewMutex(s, path)
+	m := zkrecipes.NewMutex(s, path, opts...)
 	return locker{lock: m.Lock, try: m.TryLock, unlock: m.Unlock, token: m.Token, lost: m.Lost}
 }
 
@@ -94,8 +103,6 @@ func (a *app) lock(cmd *cobra.Command, f lockFlags, path string, argv []string) 
 		return usagef("--try and --timeout exclude each other")
 	case f.shared && f.write:
 		return usagef("--shared and --write exclude each other")
-	case f.try && (f.shared || f.write):
-		return usagef("--try works only with the plain lock: the read/write lock has no TryLock yet")
 	case f.timeout < 0:
 		return usagef("--timeout %v: must not be negative", f.timeout)
 	case f.grace < 0:

@@ -246,3 +246,31 @@ while :; do sleep 0.05; done`
 		}
 	})
 }
+
+// --try works on both sides of the read/write lock, and the plain lock
+// counts as a writer there.
+func TestLockTrySharedAndWrite(t *testing.T) {
+	servers(t)
+	conn := admin(t)
+	path := testPath(t, "rwtry")
+	reader := start(t, nil, "lock", "--shared", path, "--", "sleep", "3")
+	eventually(t, 10*time.Second, "the reader did not queue", func() bool { return len(children(t, conn, path)) == 1 })
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"lock", "--try", "--shared", path, "--", "true"}, 0},
+		{[]string{"lock", "--try", "--write", path, "--", "true"}, exitHeld},
+		{[]string{"lock", "--try", path, "--", "true"}, exitHeld},
+	} {
+		if r := zkr(t, c.args...); r.code != c.want {
+			t.Errorf("zkr %v: exit %d, want %d; stderr %q", c.args, r.code, c.want, r.stderr)
+		}
+	}
+	if code := reader.wait(30 * time.Second); code != 0 {
+		t.Fatalf("reader: exit %d; stderr:\n%s", code, reader.stderr.String())
+	}
+	if kids := children(t, conn, path); len(kids) != 0 {
+		t.Errorf("nodes left behind: %v", kids)
+	}
+}
