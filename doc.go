@@ -1,7 +1,8 @@
-// Package zkrecipes implements ZooKeeper coordination recipes for Go:
-// a distributed Mutex (and, built on the same contender queue, the other
-// queue recipes), on top of a Session that tells its users, truthfully,
-// when what they hold is gone.
+// Package zkrecipes implements ZooKeeper coordination recipes for Go — Mutex,
+// RWMutex, Election, Group membership, Semaphore, Barrier and
+// DoubleBarrier — on top of a Session that tells its users, truthfully, when
+// what they hold is gone. The locks and the election are one algorithm, the
+// contender queue, with different rules for who waits for whom.
 //
 // # Sessions
 //
