@@ -61,19 +61,24 @@ type contender struct {
 	reader bool
 }
 
-// parseContender recognises a contender node name of one of kinds.
+// parseContender recognises a contender node name of one of kinds: a marker
+// followed by the sequence number, which ZooKeeper writes as %010d: ten
+// digits, or, once the counter has wrapped, a minus sign and nine or ten
+// digits.
 func parseContender(name string, kinds []kind) (contender, bool) {
-	if len(name) < 10 {
-		return contender{}, false
-	}
-	head, tail := name[:len(name)-10], name[len(name)-10:]
-	seq, err := strconv.ParseInt(tail, 10, 32)
-	if err != nil {
-		return contender{}, false
-	}
-	for _, k := range kinds {
-		if strings.HasSuffix(head, k.marker) {
-			return contender{name: name, seq: int32(seq), reader: k.reader}, true
+	for _, width := range []int{10, 11} {
+		if len(name) < width {
+			continue
+		}
+		head, tail := name[:len(name)-width], name[len(name)-width:]
+		seq, err := strconv.ParseInt(tail, 10, 32)
+		if err != nil || (width == 11 && seq >= 0) {
+			continue
+		}
+		for _, k := range kinds {
+			if strings.HasSuffix(head, k.marker) {
+				return contender{name: name, seq: int32(seq), reader: k.reader}, true
+			}
 		}
 	}
 	return contender{}, false

@@ -1,0 +1,53 @@
+package zkrecipes
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+// Contenders sort by the numeric sequence suffix, never by the random
+// prefix; kazoo's and Curator's names count; other children do not.
+func TestSortedContenders(t *testing.T) {
+	q := &queue{dir: "/l", kinds: lockKinds}
+	cs, err := q.sorted([]string{
+		"_c_ffffffff-0000-0000-0000-000000000000-lock-0000000003",
+		"0123abcd__lock__0000000001",
+		"_c_00000000-0000-0000-0000-000000000000-__READ__0000000002",
+		"0123abcd__rlock__0000000004",
+		"leases",
+		"_c_aaaaaaaa-0000-0000-0000-000000000000-lock-00000000x5",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int32
+	for _, c := range cs {
+		got = append(got, c.seq)
+	}
+	if !slices.Equal(got, []int32{1, 2, 3, 4}) {
+		t.Errorf("order %v, want [1 2 3 4]", got)
+	}
+	if !cs[1].reader || cs[0].reader || !cs[3].reader {
+		t.Errorf("reader flags wrong: %+v", cs)
+	}
+	// Reader #4 waits for the nearest earlier writer (#3), not the first.
+	if b := blocker(cs, 3); b != 2 {
+		t.Errorf("reader 4 waits for index %d, want 2", b)
+	}
+	if b := blocker(cs, 1); b != 0 {
+		t.Errorf("reader 2 waits for index %d, want 0", b)
+	}
+}
+
+// After 2^31 creates under one parent the counter wraps to negative
+// numbers; the queue refuses to guess the order.
+func TestSequenceWrapDetected(t *testing.T) {
+	q := &queue{dir: "/l", kinds: lockKinds}
+	for _, wrapped := range []string{"_c_y-lock--2147483648", "_c_y-lock--000000001", "k__rlock__-000000007"} {
+		_, err := q.sorted([]string{"_c_x-lock-2147483647", wrapped})
+		if !errors.Is(err, ErrSequenceWrapped) {
+			t.Errorf("sorted with %s = %v, want ErrSequenceWrapped", wrapped, err)
+		}
+	}
+}
