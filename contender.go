@@ -21,13 +21,17 @@ func WithNodeData(data []byte) LockOption {
 	return func(c *lockConfig) { c.data = append([]byte(nil), data...) }
 }
 
-// seat is one contender's state in a lock queue — idle, acquiring, or
-// holding one ticket — shared by Mutex and RWMutex, which differ only in
-// the kind of node they queue.
+// seat is one contender's state in a queue — idle, acquiring, or holding
+// one ticket — shared by Mutex, RWMutex and Election, which differ only in
+// the kinds of node they queue and in how a holding is watched.
 type seat struct {
 	q    queue
-	err  error // invalid path, reported by every call
+	err  error // invalid path (or argument), reported by every call
 	data []byte
+	// watchNode makes a holding also end when someone else deletes its
+	// node (an election: a leader whose node an operator removed must stop
+	// leading). It costs a watch on the node.
+	watchNode bool
 
 	mu      sync.Mutex
 	busy    bool // acquiring or holding
@@ -37,12 +41,14 @@ type seat struct {
 	release func()
 }
 
-func newSeat(s *Session, path string, opts []LockOption) seat {
+func (st *seat) init(s *Session, path string, kinds []kind, opts []LockOption) {
 	var cfg lockConfig
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return seat{q: queue{s: s, dir: path, kinds: lockKinds}, err: checkPath(path), data: cfg.data}
+	st.q = queue{s: s, dir: path, kinds: kinds}
+	st.err = checkPath(path)
+	st.data = cfg.data
 }
 
 // acquire queues a node of kind k and waits until it holds (with try,
@@ -78,7 +84,12 @@ func (st *seat) acquire(ctx context.Context, k kind, try bool, op string) error 
 		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, err)
 	}
 	st.held = t
-	st.lost, st.release = st.q.s.hold()
+	if st.watchNode {
+		h := st.q.s.holdNode(t.path())
+		st.lost, st.release = h.lost, h.end
+	} else {
+		st.lost, st.release = st.q.s.hold()
+	}
 	return nil
 }
 

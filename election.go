@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -30,14 +29,8 @@ var (
 // An Election value is one participant: it campaigns at most once at a
 // time. Its methods are safe to call concurrently.
 type Election struct {
-	q   queue
-	id  string
-	err error // invalid path or id, reported by every call
-
-	mu   sync.Mutex
-	busy bool // campaigning or leading
-	held *ticket
-	h    *nodeHold
+	st seat
+	id string
 }
 
 // NewElection returns the participant id in the election on path for the
@@ -45,11 +38,13 @@ type Election struct {
 // refused (Leader and Observe use "" for "no leader"). A bad path or id is
 // reported, without any network call, by the first call.
 func NewElection(s *Session, path, id string) *Election {
-	err := checkPath(path)
-	if err == nil && id == "" {
-		err = fmt.Errorf("%w: election %s: empty participant id", ErrInvalidArgument, path)
+	e := &Election{id: id}
+	e.st.init(s, path, latchKinds, []LockOption{WithNodeData([]byte(id))})
+	e.st.watchNode = true
+	if e.st.err == nil && id == "" {
+		e.st.err = fmt.Errorf("%w: election %s: empty participant id", ErrInvalidArgument, path)
 	}
-	return &Election{q: queue{s: s, dir: path, kinds: latchKinds}, id: id, err: err}
+	return e
 }
 
 // ID returns the participant's id.
@@ -60,33 +55,7 @@ func (e *Election) ID() string { return e.id }
 // left the election: its node is deleted even if ctx was cancelled. Calling
 // Campaign while campaigning or leading returns ErrBusy.
 func (e *Election) Campaign(ctx context.Context) error {
-	if e.err != nil {
-		return e.err
-	}
-	e.mu.Lock()
-	if e.busy {
-		e.mu.Unlock()
-		return fmt.Errorf("zkrecipes: campaign %s: %w", e.q.dir, ErrBusy)
-	}
-	e.busy = true
-	e.mu.Unlock()
-
-	t, err := e.q.enter(ctx, latchKind, []byte(e.id))
-	if err == nil {
-		if err = t.wait(ctx, false); err != nil {
-			t.leave(ctx)
-		}
-	}
-
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err != nil {
-		e.busy = false
-		return fmt.Errorf("zkrecipes: campaign %s: %w", e.q.dir, err)
-	}
-	e.held = t
-	e.h = e.q.s.holdNode(t.path())
-	return nil
+	return e.st.acquire(ctx, latchKind, false, "campaign")
 }
 
 // Resign gives up leadership: Lost is closed first, then the participant's
@@ -95,23 +64,7 @@ func (e *Election) Campaign(ctx context.Context) error {
 // does not lead (to stop a Campaign, cancel its context), and one wrapping
 // ErrSessionExpired if the session expired meanwhile.
 func (e *Election) Resign(ctx context.Context) error {
-	if e.err != nil {
-		return e.err
-	}
-	e.mu.Lock()
-	t, h := e.held, e.h
-	if t == nil {
-		e.mu.Unlock()
-		return fmt.Errorf("zkrecipes: resign %s: %w", e.q.dir, ErrNotHeld)
-	}
-	e.held, e.h, e.busy = nil, nil, false
-	e.mu.Unlock()
-
-	h.end()
-	if err := t.leave(ctx); err != nil {
-		return fmt.Errorf("zkrecipes: resign %s: %w", e.q.dir, err)
-	}
-	return nil
+	return e.st.leave(ctx, false, "resign")
 }
 
 // Lost returns a channel that is closed when this participant's leadership
@@ -121,50 +74,34 @@ func (e *Election) Resign(ctx context.Context) error {
 // as one when it closes, and Resign (or close the session) before
 // campaigning again. When the participant does not lead it returns a closed
 // channel.
-func (e *Election) Lost() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.held == nil {
-		ch := make(chan struct{})
-		close(ch)
-		return ch
-	}
-	return e.h.lost
-}
+func (e *Election) Lost() <-chan struct{} { return e.st.lostChan() }
 
 // Token returns the fencing token of the current leadership, or 0 when the
-// participant does not lead: the zxid that created its node, which strictly
-// increases from one leader of the path to the next (see Mutex.Token).
-func (e *Election) Token() int64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.held == nil {
-		return 0
-	}
-	return e.held.token
-}
+// participant does not lead. It strictly increases from one leader of the
+// path to the next (see Mutex.Token).
+func (e *Election) Token() int64 { return e.st.token() }
 
 // Leader returns the id of the current leader (the data of the lowest node,
 // whichever client made it), or an error wrapping ErrNoLeader when nobody
 // campaigns. It does not need this participant to campaign.
 func (e *Election) Leader(ctx context.Context) (string, error) {
-	if e.err != nil {
-		return "", e.err
+	if e.st.err != nil {
+		return "", e.st.err
 	}
 	for {
-		cs, err := e.q.contenders(ctx)
+		cs, err := e.st.q.contenders(ctx)
 		if errors.Is(err, zk.ErrNoNode) || err == nil && len(cs) == 0 {
-			return "", fmt.Errorf("zkrecipes: leader of %s: %w", e.q.dir, ErrNoLeader)
+			return "", fmt.Errorf("zkrecipes: leader of %s: %w", e.st.q.dir, ErrNoLeader)
 		}
 		if err != nil {
-			return "", fmt.Errorf("zkrecipes: leader of %s: %w", e.q.dir, err)
+			return "", fmt.Errorf("zkrecipes: leader of %s: %w", e.st.q.dir, err)
 		}
-		data, _, err := e.q.s.getData(ctx, e.q.dir+"/"+cs[0].name)
+		data, _, err := e.st.q.s.getData(ctx, e.st.q.dir+"/"+cs[0].name)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // the leader left between listing and reading: look again
 		}
 		if err != nil {
-			return "", fmt.Errorf("zkrecipes: leader of %s: %w", e.q.dir, err)
+			return "", fmt.Errorf("zkrecipes: leader of %s: %w", e.st.q.dir, err)
 		}
 		return string(data), nil
 	}
@@ -180,7 +117,7 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 // need this participant to campaign.
 func (e *Election) Observe(ctx context.Context) <-chan string {
 	out := make(chan string)
-	if e.err != nil {
+	if e.st.err != nil {
 		close(out)
 		return out
 	}
@@ -190,13 +127,13 @@ func (e *Election) Observe(ctx context.Context) <-chan string {
 
 func (e *Election) observe(ctx context.Context, out chan<- string) {
 	defer close(out)
-	s := e.q.s
+	s := e.st.q.s
 	last, sent := "", false // the leader's node name: a new node is a new leadership
 	for {
 		node, leader, wake, err := e.leaderW(ctx)
 		if err != nil {
 			if s.Err() == nil && ctx.Err() == nil {
-				s.log.Warn("zkrecipes: election observer stopped", "path", e.q.dir, "err", err)
+				s.log.Warn("zkrecipes: election observer stopped", "path", e.st.q.dir, "err", err)
 			}
 			return
 		}
@@ -222,9 +159,9 @@ func (e *Election) observe(ctx context.Context, out chan<- string) {
 // and a watch that fires when that may change: on the leader's node, or,
 // without a leader, on the election's children or on the path's creation.
 func (e *Election) leaderW(ctx context.Context) (node, id string, wake <-chan zk.Event, err error) {
-	s, dir := e.q.s, e.q.dir
+	s, dir := e.st.q.s, e.st.q.dir
 	for {
-		cs, err := e.q.contenders(ctx)
+		cs, err := e.st.q.contenders(ctx)
 		if errors.Is(err, zk.ErrNoNode) {
 			ok, ch, err := s.existsW(ctx, dir)
 			if err != nil || !ok {
@@ -243,7 +180,7 @@ func (e *Election) leaderW(ctx context.Context) (node, id string, wake <-chan zk
 			if err != nil {
 				return "", "", nil, err
 			}
-			if cs, err = e.q.sorted(kids); err != nil || len(cs) == 0 {
+			if cs, err = e.st.q.sorted(kids); err != nil || len(cs) == 0 {
 				return "", "", ch, err
 			}
 			// Somebody arrived since the first listing; that child

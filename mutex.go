@@ -22,7 +22,9 @@ type Mutex struct {
 // NewMutex returns a Mutex on path for the session s. A bad path is
 // reported, without any network call, by the first Lock, TryLock or Unlock.
 func NewMutex(s *Session, path string, opts ...LockOption) *Mutex {
-	return &Mutex{st: newSeat(s, path, opts)}
+	m := &Mutex{}
+	m.st.init(s, path, lockKinds, opts)
+	return m
 }
 
 // Lock waits until this contender holds the lock, ctx ends, or the session

@@ -36,7 +36,9 @@ type RWMutex struct {
 // NewRWMutex returns an RWMutex on path for the session s. A bad path is
 // reported, without any network call, by the first call.
 func NewRWMutex(s *Session, path string, opts ...LockOption) *RWMutex {
-	return &RWMutex{st: newSeat(s, path, opts)}
+	m := &RWMutex{}
+	m.st.init(s, path, lockKinds, opts)
+	return m
 }
 
 // RLock waits until this contender holds the read lock: until no writer that
