@@ -189,43 +189,69 @@ func (g *Group) Lost() <-chan struct{} {
 	return g.h.lost
 }
 
-// Members returns the group's current members, sorted by id.
+// Members returns the group's current members, sorted by id, like
+// GroupMembers.
 func (g *Group) Members(ctx context.Context) ([]Member, error) {
-	kids, err := g.s.children(ctx, g.dir)
+	return GroupMembers(ctx, g.s, g.dir)
+}
+
+// Watch returns a channel that receives the group's members at once and
+// again after every change, like WatchGroup.
+func (g *Group) Watch(ctx context.Context) <-chan []Member {
+	return WatchGroup(ctx, g.s, g.dir)
+}
+
+// GroupMembers returns the current members of the group on path, sorted by
+// id. It only reads: the session need not be a member. It lists the group,
+// then reads each member's data; a member that leaves in between is left
+// out. A group that does not exist has no members.
+func GroupMembers(ctx context.Context, s *Session, path string) ([]Member, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	kids, err := s.children(ctx, path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("zkrecipes: members of %s: %w", g.dir, err)
+		return nil, fmt.Errorf("zkrecipes: members of %s: %w", path, err)
 	}
 	slices.Sort(kids)
 	ms := make([]Member, 0, len(kids))
 	for _, k := range kids {
-		data, _, err := g.s.getData(ctx, g.dir+"/"+k)
+		data, _, err := s.getData(ctx, path+"/"+k)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // left meanwhile
 		}
 		if err != nil {
-			return nil, fmt.Errorf("zkrecipes: members of %s: %w", g.dir, err)
+			return nil, fmt.Errorf("zkrecipes: members of %s: %w", path, err)
 		}
 		ms = append(ms, Member{ID: k, Data: data})
 	}
 	return ms, nil
 }
 
-// Watch returns a channel that receives the group's members (sorted by id)
-// at once and again after every change: a member joined or left (also by
-// its session ending) or updated its data. A slow receiver misses
-// intermediate states but always gets the latest. It costs one watch on the
-// group and one on each member. The channel is closed when ctx ends or the
-// session is over; cancel ctx to stop watching.
-func (g *Group) Watch(ctx context.Context) <-chan []Member {
+// WatchGroup returns a channel that receives the members of the group on
+// path (sorted by id) at once and again after every change: a member joined
+// or left (also by its session ending) or updated its data. A group that
+// does not exist has no members, and is followed until it is created. A
+// slow receiver misses intermediate states but always gets the latest. It
+// costs one watch on the group and one on each member; the session need not
+// be a member. The channel is closed when ctx ends or the session is over
+// (cancel ctx to stop watching), and at once for an invalid path; a
+// ZooKeeper error that ends the watch early is logged (see WithLogger).
+func WatchGroup(ctx context.Context, s *Session, path string) <-chan []Member {
 	out := make(chan []Member)
-	go g.watch(ctx, out)
+	if err := checkPath(path); err != nil {
+		s.log.Warn("zkrecipes: group watch not started", "path", path, "err", err)
+		close(out)
+		return out
+	}
+	go watchGroup(ctx, s, path, out)
 	return out
 }
 
-func (g *Group) watch(ctx context.Context, out chan<- []Member) {
+func watchGroup(ctx context.Context, s *Session, dir string, out chan<- []Member) {
 	defer close(out)
 	w := &groupWatch{
 		wake:  make(chan struct{}, 1),
@@ -236,10 +262,10 @@ func (g *Group) watch(ctx context.Context, out chan<- []Member) {
 	var last []Member
 	sent := false
 	for {
-		ms, err := w.refresh(ctx, g.s, g.dir)
+		ms, err := w.refresh(ctx, s, dir)
 		if err != nil {
-			if g.s.Err() == nil && ctx.Err() == nil {
-				g.s.log.Warn("zkrecipes: group watch stopped", "path", g.dir, "err", err)
+			if s.Err() == nil && ctx.Err() == nil {
+				s.log.Warn("zkrecipes: group watch stopped", "path", dir, "err", err)
 			}
 			return
 		}
@@ -255,7 +281,7 @@ func (g *Group) watch(ctx context.Context, out chan<- []Member) {
 		case <-w.wake:
 		case <-ctx.Done():
 			return
-		case <-g.s.done:
+		case <-s.done:
 			return
 		}
 	}

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,9 +12,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/spf13/cobra"
 
+	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -61,8 +59,7 @@ type contenderView struct {
 	Queued   time.Duration `json:"queued_ns"`
 	Orphaned *bool         `json:"orphaned,omitempty"` // unset: could not tell
 
-	owner  int64
-	reader bool
+	owner int64
 }
 
 // inspection is the queue under one path.
@@ -80,17 +77,18 @@ type inspection struct {
 
 func (a *app) inspect(cmd *cobra.Command, path string, asJSON bool) error {
 	ctx := cmd.Context()
-	c, err := a.dialRaw(ctx)
+	s, err := a.connect(ctx, false)
 	if err != nil {
 		return err
 	}
-	defer c.close()
-	in, err := readQueue(c, path)
+	defer closeSession(s)
+	v, err := zkrecipes.Inspect(ctx, s, path)
 	if err != nil {
-		return zkError("inspecting "+path, path, err)
+		return recipeError("inspecting "+path, err)
 	}
+	in := newInspection(v, time.Now())
 	if len(in.Contenders) > 0 {
-		servers, _, _ := a.serverList() // checked by dialRaw
+		servers, _, _ := a.serverList() // checked by connect
 		live, err := liveSessions(ctx, servers)
 		if err != nil {
 			in.Why = err.Error()
@@ -112,117 +110,56 @@ func (a *app) inspect(cmd *cobra.Command, path string, asJSON bool) error {
 	return nil
 }
 
-// markers are the node name markers of the queue recipes, before the
-// 10-digit sequence number, with the kind of contender each makes.
-var markers = []struct{ marker, kind, recipe string }{
-	{"lock-", "mutex", "lock"},
-	{"__lock__", "mutex", "lock"},
-	{"__READ__", "reader", "read/write lock"},
-	{"__WRIT__", "writer", "read/write lock"},
-	{"__rlock__", "reader", "read/write lock"},
-	{"latch-", "candidate", "election"},
+// kindRecipe names the recipe that queues each kind of contender.
+var kindRecipe = map[string]string{
+	"mutex":     "lock",
+	"reader":    "read/write lock",
+	"writer":    "read/write lock",
+	"candidate": "election",
 }
 
-// readQueue lists path's children, recognises the contenders and orders them.
-func readQueue(c *rawConn, path string) (*inspection, error) {
-	in := &inspection{Path: path, Contenders: []contenderView{}, Others: []string{}}
-	kids, _, err := c.Children(path)
-	if errors.Is(err, zk.ErrNoNode) {
-		return in, nil
+// newInspection shows the queue v as it stands at now.
+func newInspection(v zkrecipes.QueueView, now time.Time) *inspection {
+	in := &inspection{
+		Path:       v.Path,
+		Exists:     v.Exists,
+		Recipe:     "none",
+		Contenders: make([]contenderView, 0, len(v.Entries)),
+		Others:     append([]string{}, v.Others...),
 	}
-	if err != nil {
-		return nil, err
-	}
-	in.Exists = true
-	recipes := map[string]bool{}
-	now := time.Now()
-	for _, k := range kids {
-		cv, recipe, ok := parseNode(k)
-		if !ok {
-			in.Others = append(in.Others, k)
-			continue
-		}
-		data, st, err := c.Get(path + "/" + k)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // left meanwhile
-		}
-		if err != nil {
-			return nil, err
-		}
-		recipes[recipe] = true
-		cv.ID = printable(data)
-		cv.owner = st.EphemeralOwner
-		cv.Session = fmt.Sprintf("0x%x", st.EphemeralOwner)
-		if st.EphemeralOwner == 0 {
-			cv.Session = "persistent"
-		}
-		cv.Created = time.UnixMilli(st.Ctime)
-		cv.Queued = max(now.Sub(cv.Created), 0).Round(100 * time.Millisecond)
-		in.Contenders = append(in.Contenders, cv)
-	}
-	slices.Sort(in.Others)
-	slices.SortFunc(in.Contenders, func(x, y contenderView) int { return int(x.Seq - y.Seq) })
-	switch len(recipes) {
-	case 0:
-		in.Recipe = "none"
-	case 1:
-		for r := range recipes {
-			in.Recipe = r
-		}
-	default:
-		in.Recipe = "mixed"
-	}
-	rank(in.Contenders, recipes["read/write lock"])
-	return in, nil
-}
-
-// rank sets the position and state of contenders sorted by sequence: a
-// writer (or mutex holder, or candidate) holds when first and otherwise
-// waits for the one just before it; a reader holds when no writer is before
-// it and otherwise waits for the nearest writer before it. With rw, kazoo's
-// "__lock__" nodes are writers.
-func rank(cs []contenderView, rw bool) {
-	lastWriter := 0 // position of the nearest earlier writer
-	for i := range cs {
-		cv := &cs[i]
-		cv.Pos = i + 1
-		if rw && cv.Kind == "mutex" {
-			cv.Kind = "writer" // kazoo's WriteLock shares the Lock's marker
+	for i, e := range v.Entries {
+		cv := contenderView{
+			Pos:     i + 1,
+			Node:    e.Node,
+			Seq:     int64(e.Seq),
+			Kind:    e.Kind,
+			ID:      printable(e.Data),
+			Session: fmt.Sprintf("0x%x", e.Owner),
+			Created: e.Created,
+			Queued:  max(now.Sub(e.Created), 0).Round(100 * time.Millisecond),
+			owner:   e.Owner,
 		}
 		switch {
-		case cv.reader && lastWriter > 0:
-			cv.State, cv.WaitsFor = "waits", lastWriter
-		case cv.reader:
-			cv.State = "holds"
-		case i > 0:
-			cv.State, cv.WaitsFor = "waits", i
-		case cv.Kind == "candidate":
+		case !e.Holds:
+			cv.State, cv.WaitsFor = "waits", e.WaitsFor+1
+		case e.Kind == "candidate":
 			cv.State = "leads"
 		default:
 			cv.State = "holds"
 		}
-		if !cv.reader {
-			lastWriter = i + 1
+		if e.Owner == 0 {
+			cv.Session = "persistent"
 		}
-	}
-}
-
-// parseNode recognises a contender's node name.
-func parseNode(name string) (cv contenderView, recipe string, ok bool) {
-	if len(name) <= 10 {
-		return cv, "", false
-	}
-	head, tail := name[:len(name)-10], name[len(name)-10:]
-	seq, err := strconv.ParseInt(tail, 10, 32)
-	if err != nil || seq < 0 {
-		return cv, "", false
-	}
-	for _, m := range markers {
-		if strings.HasSuffix(head, m.marker) {
-			return contenderView{Node: name, Seq: seq, Kind: m.kind, reader: m.kind == "reader"}, m.recipe, true
+		switch r := kindRecipe[e.Kind]; in.Recipe {
+		case "none":
+			in.Recipe = r
+		case r:
+		default:
+			in.Recipe = "mixed"
 		}
+		in.Contenders = append(in.Contenders, cv)
 	}
-	return cv, "", false
+	return in
 }
 
 // printable returns data as text if it reads as a short line of text.

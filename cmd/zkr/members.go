@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/spf13/cobra"
 
 	"github.com/zkrecipes/zkrecipes"
@@ -45,19 +44,28 @@ type member struct {
 	Data string `json:"data"`
 }
 
+// shown converts the library's members to zkr's.
+func shown(ms []zkrecipes.Member) []member {
+	out := make([]member, len(ms))
+	for i, m := range ms {
+		out[i] = member{ID: m.ID, Data: string(m.Data)}
+	}
+	return out
+}
+
 func (a *app) members(cmd *cobra.Command, path string, watch, asJSON bool) error {
 	sigs := catchSignals()
 	defer sigs.release()
 	ctx, stop := sigs.cancelOn(cmd.Context())
 	defer stop()
-	c, err := a.dialRaw(ctx)
+	s, err := a.connect(ctx, false)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	defer c.close()
+	defer closeSession(s)
 
 	show := func(ms []member) {
 		switch {
@@ -77,169 +85,32 @@ func (a *app) members(cmd *cobra.Command, path string, watch, asJSON bool) error
 			}
 		}
 	}
-	if !watch {
-		ms, err := readMembers(c, path)
-		if err != nil {
-			return zkError("members of "+path, path, err)
-		}
-		if ms == nil {
-			ms = []member{}
-		}
-		show(ms)
-		return nil
-	}
-	w := &groupWatcher{c: c, path: path, fired: make(chan string), done: ctx.Done(), pending: map[string]bool{}}
-	var last []member
-	for first := true; ; first = false {
-		ms, err := w.read()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if errors.Is(err, zk.ErrInvalidPath) {
-				return zkError("members of "+path, path, err)
-			}
-			a.logf(cmd, "reading %s: %v; trying again", path, err)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(500 * time.Millisecond):
-			}
-			continue
-		}
-		if first || !slices.Equal(ms, last) {
-			show(ms)
-			last = ms
-		}
-		if err := w.wait(); err != nil {
-			return nil // interrupted
-		}
-	}
-}
-
-// readMembers lists the members of path, sorted by id; nil if there is no
-// group there.
-func readMembers(c *rawConn, path string) ([]member, error) {
-	kids, _, err := c.Children(path)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
+	// One read first, to report a bad path or an unreadable group.
+	ms, err := zkrecipes.GroupMembers(ctx, s, path)
 	if err != nil {
-		return nil, err
-	}
-	slices.Sort(kids)
-	ms := make([]member, 0, len(kids))
-	for _, k := range kids {
-		data, _, err := c.Get(path + "/" + k)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // left between listing and reading
-		}
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, member{ID: k, Data: string(data)})
-	}
-	return ms, nil
-}
-
-// groupWatcher follows a group: one watch on the group's children (or on
-// its creation) and one on each member's data, each set again only after it
-// fired, so that following a group for long costs no more than its size.
-type groupWatcher struct {
-	c       *rawConn
-	path    string
-	fired   chan string     // the key of each watch that fired
-	done    <-chan struct{} // stop
-	pending map[string]bool // keys of the watches set: "/" children, "?" creation, else member ids
-}
-
-// arm counts the watch ch under key until it fires.
-func (w *groupWatcher) arm(key string, ch <-chan zk.Event) {
-	w.pending[key] = true
-	go func() {
-		<-ch
-		select {
-		case w.fired <- key:
-		case <-w.done:
-		}
-	}()
-}
-
-// wait returns once a watch fired (and any that fired with it), or with an
-// error when the watcher is stopped.
-func (w *groupWatcher) wait() error {
-	select {
-	case key := <-w.fired:
-		delete(w.pending, key)
-	case <-w.done:
-		return context.Canceled
-	}
-	for {
-		select {
-		case key := <-w.fired:
-			delete(w.pending, key)
-		default:
+		if ctx.Err() != nil {
 			return nil
 		}
+		return recipeError("members of "+path, err)
 	}
-}
-
-// read lists the members, sorted by id, and sets the watches that are not
-// pending.
-func (w *groupWatcher) read() ([]member, error) {
-	for {
-		var kids []string
-		var err error
-		if w.pending["/"] {
-			kids, _, err = w.c.Children(w.path)
-		} else {
-			var ch <-chan zk.Event
-			kids, _, ch, err = w.c.ChildrenW(w.path)
-			if err == nil {
-				w.arm("/", ch)
-			}
-		}
-		if errors.Is(err, zk.ErrNoNode) {
-			if w.pending["?"] {
-				return []member{}, nil
-			}
-			ok, _, ch, err := w.c.ExistsW(w.path)
-			if err != nil {
-				return nil, err
-			}
-			w.arm("?", ch)
-			if ok {
-				continue // created meanwhile
-			}
-			return []member{}, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		slices.Sort(kids)
-		ms := make([]member, 0, len(kids))
-		for _, k := range kids {
-			p := w.path + "/" + k
-			var data []byte
-			if w.pending[k] {
-				data, _, err = w.c.Get(p)
-			} else {
-				var ch <-chan zk.Event
-				data, _, ch, err = w.c.GetW(p)
-				if err == nil {
-					w.arm(k, ch)
-				}
-			}
-			if errors.Is(err, zk.ErrNoNode) {
-				continue // left meanwhile; the children watch has fired
-			}
-			if err != nil {
-				return nil, err
-			}
-			ms = append(ms, member{ID: k, Data: string(data)})
-		}
-		return ms, nil
+	last := shown(ms)
+	show(last)
+	if !watch {
+		return nil
 	}
+	for ms := range zkrecipes.WatchGroup(ctx, s, path) {
+		if cur := shown(ms); !slices.Equal(cur, last) {
+			show(cur)
+			last = cur
+		}
+	}
+	if ctx.Err() != nil {
+		return nil // interrupted: the normal end
+	}
+	if err := s.Err(); err != nil {
+		return withCode(exitFailure, fmt.Errorf("watching members of %s: %w", path, err))
+	}
+	return codef(exitFailure, "watching members of %s stopped (-v tells why)", path)
 }
 
 // joinFlags are zkr join's options.

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -41,49 +40,6 @@ func TestServerList(t *testing.T) {
 		}
 		if err != nil || !slices.Equal(got, tt.want) || chosen != tt.chosen {
 			t.Errorf("flag %q env %q: %v %v %v, want %v %v", tt.flag, tt.env, got, chosen, err, tt.want, tt.chosen)
-		}
-	}
-}
-
-func TestRank(t *testing.T) {
-	queue := func(names ...string) []contenderView {
-		var cs []contenderView
-		for i, n := range names {
-			cv, _, ok := parseNode(fmt.Sprintf("_c_%036d-%s%010d", i, n, i))
-			if !ok {
-				t.Fatalf("%s not recognised", n)
-			}
-			cs = append(cs, cv)
-		}
-		return cs
-	}
-	show := func(cs []contenderView) string {
-		var b strings.Builder
-		for _, c := range cs {
-			fmt.Fprintf(&b, "%s:%s:%d ", c.Kind, c.State, c.WaitsFor)
-		}
-		return strings.TrimSpace(b.String())
-	}
-	tests := []struct {
-		cs   []contenderView
-		rw   bool
-		want string
-	}{
-		{queue("lock-", "lock-", "lock-"), false, "mutex:holds:0 mutex:waits:1 mutex:waits:2"},
-		{queue("latch-", "latch-"), false, "candidate:leads:0 candidate:waits:1"},
-		{queue("__READ__", "__READ__", "__WRIT__", "__READ__", "__WRIT__", "__READ__"), true,
-			"reader:holds:0 reader:holds:0 writer:waits:2 reader:waits:3 writer:waits:4 reader:waits:5"},
-		{queue("__WRIT__", "__READ__", "__rlock__", "__lock__"), true, "writer:holds:0 reader:waits:1 reader:waits:1 writer:waits:3"},
-	}
-	for _, tt := range tests {
-		rank(tt.cs, tt.rw)
-		if got := show(tt.cs); got != tt.want {
-			t.Errorf("got  %s\nwant %s", got, tt.want)
-		}
-	}
-	for _, name := range []string{"member-a", "lock-", "lock-12345", "x-lock-abcdefghij", "lock-9999999999"} {
-		if _, _, ok := parseNode(name); ok {
-			t.Errorf("%q taken for a contender", name)
 		}
 	}
 }
