@@ -203,6 +203,7 @@ func BuildCurator(ctx context.Context, dir string) (func(ctx context.Context, ar
 		argv := append([]string{
 			"-Xmx128m",
 			"-XX:+UseSerialGC",
+			"-XX:-UsePerfData",        // no /tmp/hsperfdata file: its warnings would land on stdout
 			"-XX:TieredStopAtLevel=1", // faster start-up for short runs
 			"-Dzookeeper.sasl.client=false",
 			"-cp", runCP,
