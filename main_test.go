@@ -124,6 +124,17 @@ func (e *env) empty(p string) {
 	}
 }
 
+// proxy puts a fault-injecting proxy in front of the first server.
+func (e *env) proxy() *zktest.Proxy {
+	e.t.Helper()
+	p, err := zktest.NewProxy(e.servers[0])
+	if err != nil {
+		e.t.Fatalf("proxy: %v", err)
+	}
+	e.t.Cleanup(func() { p.Close() })
+	return p
+}
+
 // expire makes the server end s's session, as if its client had died.
 func (e *env) expire(s *zkrecipes.Session) {
 	e.t.Helper()

@@ -80,8 +80,10 @@ func WithDigestAuth(user, password string) SessionOption {
 	return func(c *sessionConfig) { c.auth = append(c.auth, [2]string{user, password}) }
 }
 
-// WithACL sets the ACL of every node the recipes create (default: world,
-// all permissions). Use zk.DigestACL or zk.AuthACL to restrict them.
+// WithACL sets the ACL of every node the recipes create, including the
+// missing parents of a recipe path (default: world, all permissions). Use
+// zk.DigestACL or zk.AuthACL with WithDigestAuth to restrict them; create
+// shared ancestors beforehand if other clients must write under them.
 func WithACL(acl []zk.ACL) SessionOption {
 	return func(c *sessionConfig) { c.acl = acl }
 }

@@ -1,0 +1,87 @@
+package zkrecipes_test
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes"
+)
+
+// Nodes the recipes create carry the session's ACL; with digest auth the
+// session can use them and a client without the credentials cannot.
+func TestSessionDigestAuthAndACL(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, time.Minute)
+	lock := e.path + "/lock"
+	// The ancestors are created (world-readable) by the test, so that only
+	// the lock's own directory gets the restrictive ACL.
+	for _, p := range []string{"/test", e.path} {
+		if _, err := e.admin.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatalf("create %s: %v", p, err)
+		}
+	}
+	acl := zk.DigestACL(zk.PermAll, "app", "s3cret")
+	s := e.session(zkrecipes.WithDigestAuth("app", "s3cret"), zkrecipes.WithACL(acl))
+	m := zkrecipes.NewMutex(s, lock)
+	must(t, m.Lock(ctx), "Lock with digest auth")
+	_, _, err := e.admin.Children(lock)
+	if !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("unauthenticated listing = %v, want NoAuth", err)
+	}
+	must(t, m.Unlock(ctx), "Unlock")
+
+	// Another session with the same credentials shares the lock.
+	other := zkrecipes.NewMutex(e.session(zkrecipes.WithDigestAuth("app", "s3cret"), zkrecipes.WithACL(acl)), lock)
+	must(t, other.Lock(ctx), "second authenticated session: Lock")
+	must(t, other.Unlock(ctx), "second authenticated session: Unlock")
+
+	// Without the credentials, the lock is out of reach: a clear error.
+	err = zkrecipes.NewMutex(e.session(), lock).Lock(ctx)
+	if !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("Lock without credentials = %v, want an error wrapping zk.ErrNoAuth", err)
+	}
+	must(t, e.admin.AddAuth("digest", []byte("app:s3cret")), "admin auth")
+	e.empty(lock)
+}
+
+// The session's life is logged: established, suspended, reconnected.
+func TestSessionLogsItsLife(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	var buf strings.Builder
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	p := e.proxy()
+	s := e.sessionOn([]string{p.Addr()}, zkrecipes.WithLogger(log))
+	p.Cut()
+	e.waitFor("reconnection", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(buf.String(), "reconnected")
+	})
+	s.Close()
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	for _, want := range []string{"session established", "suspended", "reconnected", "session closed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "reconnected") < strings.Index(out, "established") {
+		t.Errorf("a reconnection logged before the session was established:\n%s", out)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
