@@ -30,10 +30,11 @@ func BenchmarkUncontended(b *testing.B) {
 }
 
 // BenchmarkHandoff measures contended handoff throughput at 1, 10, 100 and
-// 500 sessions for zkrecipes, go-zookeeper/zk's Lock and the floor.
+// 500 sessions for zkrecipes (Unlock then Lock, and Requeue: both in one
+// multi), go-zookeeper/zk's Lock and the floor.
 func BenchmarkHandoff(b *testing.B) {
 	for _, n := range []int{1, 10, 100, 500} {
-		for _, recipe := range []string{"zkrecipes", "go-zookeeper", "floor"} {
+		for _, recipe := range []string{"zkrecipes", "zkrecipes-requeue", "go-zookeeper", "floor"} {
 			b.Run(fmt.Sprintf("contenders=%d/%s", n, recipe), func(b *testing.B) { runBench(b, recipe, n) })
 		}
 	}

@@ -83,6 +83,12 @@ func (st *seat) acquire(ctx context.Context, k kind, try bool, op string) error 
 		}
 		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, err)
 	}
+	st.holdLocked(t)
+	return nil
+}
+
+// holdLocked records that t holds, and starts watching for its loss.
+func (st *seat) holdLocked(t *ticket) {
 	st.held = t
 	if st.watchNode {
 		h := st.q.s.holdNode(t.path())
@@ -90,7 +96,6 @@ func (st *seat) acquire(ctx context.Context, k kind, try bool, op string) error 
 	} else {
 		st.lost, st.release = st.q.s.hold()
 	}
-	return nil
 }
 
 func (st *seat) take(ctx context.Context, k kind, try bool) (*ticket, error) {
@@ -111,6 +116,44 @@ func (st *seat) take(ctx context.Context, k kind, try bool) (*ticket, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// requeue releases the holding and queues again at the back, in one write,
+// then waits to hold again (see Mutex.Requeue).
+func (st *seat) requeue(ctx context.Context, op string) error {
+	if st.err != nil {
+		return st.err
+	}
+	st.mu.Lock()
+	t, release := st.held, st.release
+	if t == nil {
+		st.mu.Unlock()
+		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, ErrNotHeld)
+	}
+	st.held, st.release = nil, nil // still busy: acquiring again
+	st.mu.Unlock()
+	release()
+
+	n, err := t.requeue(ctx, st.data)
+	if errors.Is(err, ErrConnectionLoss) {
+		// Not applied: release the old node and queue anew, in two writes.
+		if err = t.leave(ctx); err == nil {
+			n, err = st.q.enter(ctx, t.kind, st.data)
+		}
+	}
+	if err == nil {
+		if err = n.wait(ctx, false); err != nil {
+			n.leave(ctx)
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err != nil {
+		st.busy = false
+		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, err)
+	}
+	st.holdLocked(n)
+	return nil
 }
 
 // leave releases what is held, if it is of the reader kind given.

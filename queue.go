@@ -232,6 +232,47 @@ func (t *ticket) createOnce(ctx context.Context, base string, data []byte) (stri
 	}
 }
 
+// requeue deletes the ticket's node and queues a new node of the same kind
+// at the back in one multi: one write (one disk sync on the server) instead
+// of two. It returns the new ticket, not yet waited for. If the multi was
+// not applied (its answer was lost and the new node is not there), the old
+// ticket still holds and requeue returns an error wrapping ErrConnectionLoss.
+func (t *ticket) requeue(ctx context.Context, data []byte) (*ticket, error) {
+	s := t.q.s
+	n := &ticket{q: t.q, kind: t.kind, prefix: "_c_" + uuid.NewString() + "-"}
+	base := t.q.dir + "/" + n.prefix + t.kind.marker
+	res, err := do(ctx, s, func(c *zk.Conn) ([]zk.MultiResponse, error) {
+		s.stats.deletes.Add(1)
+		s.stats.creates.Add(1)
+		return c.Multi(&zk.DeleteRequest{Path: t.path(), Version: -1},
+			&zk.CreateRequest{Path: base, Data: data, Acl: s.acl, Flags: zk.FlagEphemeralSequential})
+	})
+	switch {
+	case errors.Is(err, ErrConnectionLoss):
+		if err := s.awaitUp(ctx); err != nil {
+			return nil, err
+		}
+		found, ferr := n.find(ctx)
+		if ferr != nil {
+			return nil, ferr
+		}
+		if found == "" {
+			return nil, err
+		}
+		n.name = found
+		return n, nil
+	case err != nil:
+		return nil, err
+	}
+	for _, r := range res {
+		if r.Error != nil {
+			return nil, fmt.Errorf("zkrecipes: requeue in %s: %w", t.q.dir, r.Error)
+		}
+	}
+	n.name = res[1].String[len(t.q.dir)+1:]
+	return n, nil
+}
+
 // find looks for the node created with the ticket's prefix. A node with the
 // prefix that another session owns is never taken as ours: it is deleted.
 func (t *ticket) find(ctx context.Context) (string, error) {

@@ -45,7 +45,7 @@ type Result struct {
 }
 
 // Recipes names the workloads Run knows.
-var Recipes = []string{"zkrecipes", "go-zookeeper", "floor", "naive"}
+var Recipes = []string{"zkrecipes", "zkrecipes-requeue", "go-zookeeper", "floor", "naive"}
 
 // Run runs the named workload.
 func Run(ctx context.Context, recipe string, cfg Config) (Result, error) {
@@ -59,6 +59,8 @@ func Run(ctx context.Context, recipe string, cfg Config) (Result, error) {
 	switch recipe {
 	case "zkrecipes":
 		c = ours{}
+	case "zkrecipes-requeue":
+		c = ours{requeue: true}
 	case "go-zookeeper":
 		c = gozk{}
 	case "naive":
@@ -76,10 +78,13 @@ type contender interface {
 	open(ctx context.Context, cfg Config) (client, error)
 }
 
-// client is one session's lock, with its counters.
+// client is one session's lock, with its counters. A client whose unlock
+// queues again at once (Mutex.Requeue) holds when its loop ends; finish
+// releases it.
 type client interface {
 	lock(ctx context.Context) error
 	unlock(ctx context.Context) error
+	finish(ctx context.Context) error
 	counts() counts
 	close()
 }
@@ -151,6 +156,9 @@ func runLoop(ctx context.Context, recipe string, c contender, cfg Config) (Resul
 				if cfg.Progress != nil {
 					cfg.Progress(int(n))
 				}
+			}
+			if err := cl.finish(ctx); err != nil {
+				fail(fmt.Errorf("%s: release: %w", recipe, err))
 			}
 		}()
 	}

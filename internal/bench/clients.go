@@ -16,25 +16,53 @@ import (
 	"github.com/zkrecipes/zkrecipes"
 )
 
-// ours is zkrecipes' Mutex, one Session per contender.
-type ours struct{}
+// ours is zkrecipes' Mutex, one Session per contender. With requeue, a
+// contender that goes round again releases and queues in one write
+// (Mutex.Requeue) instead of Unlock then Lock.
+type ours struct{ requeue bool }
 
 type oursClient struct {
-	s *zkrecipes.Session
-	m *zkrecipes.Mutex
+	s       *zkrecipes.Session
+	m       *zkrecipes.Mutex
+	requeue bool
+	held    bool // requeue: unlock left the lock held, for the next lock to requeue
 }
 
-func (ours) open(ctx context.Context, cfg Config) (client, error) {
+func (o ours) open(ctx context.Context, cfg Config) (client, error) {
 	s, err := zkrecipes.NewSession(ctx, cfg.Servers, zkrecipes.WithSessionTimeout(cfg.Timeout))
 	if err != nil {
 		return nil, err
 	}
-	return &oursClient{s: s, m: zkrecipes.NewMutex(s, cfg.Path)}, nil
+	return &oursClient{s: s, m: zkrecipes.NewMutex(s, cfg.Path), requeue: o.requeue}, nil
 }
 
-func (c *oursClient) lock(ctx context.Context) error   { return c.m.Lock(ctx) }
-func (c *oursClient) unlock(ctx context.Context) error { return c.m.Unlock(ctx) }
-func (c *oursClient) close()                           { c.s.Close() }
+func (c *oursClient) lock(ctx context.Context) error {
+	if c.held {
+		c.held = false
+		return c.m.Requeue(ctx)
+	}
+	return c.m.Lock(ctx)
+}
+
+// unlock releases, or with requeue leaves the release to the next lock
+// (which the loop calls at once) or to finish.
+func (c *oursClient) unlock(ctx context.Context) error {
+	if c.requeue {
+		c.held = true
+		return nil
+	}
+	return c.m.Unlock(ctx)
+}
+
+func (c *oursClient) finish(ctx context.Context) error {
+	if !c.held {
+		return nil
+	}
+	c.held = false
+	return c.m.Unlock(ctx)
+}
+
+func (c *oursClient) close() { c.s.Close() }
 func (c *oursClient) counts() counts {
 	st := c.s.Stats()
 	return counts{listings: st.Listings, reads: st.Reads, events: st.WatchEvents}
@@ -110,6 +138,7 @@ func (gozk) open(ctx context.Context, cfg Config) (client, error) {
 
 func (c *gozkClient) lock(context.Context) error   { return c.l.Lock() }
 func (c *gozkClient) unlock(context.Context) error { return c.l.Unlock() }
+func (c *gozkClient) finish(context.Context) error { return nil }
 func (c *gozkClient) counts() counts {
 	return counts{listings: -1, reads: -1, events: c.events.Load()}
 }
@@ -169,6 +198,7 @@ func (c *naiveClient) unlock(context.Context) error {
 	return c.conn.Delete(c.dir+"/"+c.node, -1)
 }
 
+func (c *naiveClient) finish(context.Context) error { return nil }
 func (c *naiveClient) counts() counts {
 	return counts{listings: c.lists.Load(), reads: 0, events: c.events.Load()}
 }

@@ -1,0 +1,86 @@
+package zkrecipes_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+)
+
+// Requeue hands the lock to the next in line and queues at the back, in one
+// write.
+func TestMutexRequeue(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, time.Minute)
+	lock := e.path + "/lock"
+	sa := e.session()
+	a, b := zkrecipes.NewMutex(sa, lock), zkrecipes.NewMutex(e.session(), lock)
+	if err := a.Requeue(ctx); !errors.Is(err, zkrecipes.ErrNotHeld) {
+		t.Errorf("Requeue without holding = %v, want ErrNotHeld", err)
+	}
+	must(t, a.Lock(ctx), "a: Lock")
+	first, lost := a.Token(), a.Lost()
+	got := make(chan error, 1)
+	go func() { got <- b.Lock(ctx) }()
+	e.waitFor("b to queue", func() bool { return len(e.children(lock)) == 2 })
+
+	before := sa.Stats()
+	requeued := make(chan error, 1)
+	go func() { requeued <- a.Requeue(ctx) }()
+	must(t, <-got, "b: Lock after a requeued")
+	select {
+	case <-lost:
+	default:
+		t.Error("a's old holding not reported over")
+	}
+	select {
+	case err := <-requeued:
+		t.Fatalf("a's Requeue returned while b holds (err=%v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if kids := e.children(lock); len(kids) != 2 {
+		t.Errorf("queue %v, want b's node and a's new one", kids)
+	}
+	must(t, b.Unlock(ctx), "b: Unlock")
+	must(t, <-requeued, "a: Requeue")
+	if a.Token() <= first {
+		t.Errorf("token after Requeue %d, not above the first %d", a.Token(), first)
+	}
+	after := sa.Stats()
+	if c, d := after.Creates-before.Creates, after.Deletes-before.Deletes; c != 1 || d != 1 {
+		t.Errorf("Requeue sent %d creates and %d deletes, want one multi (1 and 1)", c, d)
+	}
+	must(t, a.Unlock(ctx), "a: Unlock")
+	e.empty(lock)
+}
+
+// Workers that take turns with Requeue stay mutually exclusive.
+func TestMutexRequeueExclusion(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, 2*time.Minute)
+	lock := e.path + "/lock"
+	g := &guard{t: t}
+	var wg sync.WaitGroup
+	for i := range 5 {
+		m := zkrecipes.NewMutex(e.session(), lock)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			must(t, m.Lock(ctx), "worker %d: Lock", i)
+			for r := range 20 {
+				g.enter(fmt.Sprintf("worker %d", i), m.Token())
+				g.leave()
+				if err := m.Requeue(ctx); err != nil {
+					t.Errorf("worker %d round %d: Requeue: %v", i, r, err)
+					return
+				}
+			}
+			must(t, m.Unlock(ctx), "worker %d: Unlock", i)
+		}()
+	}
+	wg.Wait()
+	e.empty(lock)
+}
