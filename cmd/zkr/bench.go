@@ -53,7 +53,7 @@ production server, and removes it at the end.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.clients, "clients", "1,10,100,500", "comma-separated numbers of contending sessions")
-	fl.StringVar(&f.recipes, "recipes", "zkrecipes,go-zookeeper,floor", "comma-separated workloads: zkrecipes, go-zookeeper, floor")
+	fl.StringVar(&f.recipes, "recipes", "zkrecipes,zkrecipes-requeue,go-zookeeper,floor", "comma-separated workloads: zkrecipes (Unlock, then Lock), zkrecipes-requeue (Mutex.Requeue), go-zookeeper, floor")
 	fl.IntVar(&f.acquisitions, "acquisitions", 0, "acquisitions per run (0: 2 per client, at least 200)")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON instead of a table")
 	return cmd
@@ -73,7 +73,7 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 	var recipes []string
 	for r := range strings.SplitSeq(f.recipes, ",") {
 		r = strings.TrimSpace(r)
-		if !slices.Contains([]string{"zkrecipes", "go-zookeeper", "floor"}, r) {
+		if !slices.Contains([]string{"zkrecipes", "zkrecipes-requeue", "go-zookeeper", "floor"}, r) {
 			return usagef("--recipes: unknown workload %q (want zkrecipes, go-zookeeper or floor)", r)
 		}
 		recipes = append(recipes, r)

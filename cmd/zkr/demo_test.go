@@ -143,7 +143,7 @@ func TestBench(t *testing.T) {
 			t.Errorf("implausible run: %+v", run)
 		}
 	}
-	want := "zkrecipes/1 go-zookeeper/1 floor/1 zkrecipes/3 go-zookeeper/3 floor/3"
+	want := "zkrecipes/1 zkrecipes-requeue/1 go-zookeeper/1 floor/1 zkrecipes/3 zkrecipes-requeue/3 go-zookeeper/3 floor/3"
 	if strings.Join(got, " ") != want {
 		t.Errorf("runs %v, want %s", got, want)
 	}

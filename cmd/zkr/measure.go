@@ -63,6 +63,8 @@ func label(recipe string) string {
 	switch recipe {
 	case "zkrecipes":
 		return "zkrecipes Mutex"
+	case "zkrecipes-requeue":
+		return "zkrecipes Mutex.Requeue"
 	case "naive":
 		return "naive lock (demo only)"
 	case "go-zookeeper":
