@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/zkserver"
 )
 
 // Cluster is a running standalone ZooKeeper server or ensemble started by
@@ -21,6 +23,7 @@ type Cluster struct {
 	jvm     jvm
 	dir     string
 	members []*member
+	emb     *zkserver.Server // the server when ZKTEST_SERVER=zkserver, else nil
 
 	mu     sync.Mutex // guards closed against starting processes
 	closed bool
@@ -44,6 +47,11 @@ type Cluster struct {
 // returns the error of Available.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	opts = opts.withDefaults()
+	if emb, err := useEmbedded(opts); err != nil {
+		return nil, err
+	} else if emb {
+		return startEmbedded(opts)
+	}
 	j, err := findJVM()
 	if err != nil {
 		return nil, err
@@ -178,6 +186,10 @@ func (c *Cluster) serving(mode string) bool {
 }
 
 func (c *Cluster) member(i int) *member {
+	if c.emb != nil {
+		c.embCheck(i)
+		return nil
+	}
 	if i < 0 || i >= len(c.members) {
 		panic(fmt.Sprintf("zktest: member %d out of range [0, %d)", i, len(c.members)))
 	}
@@ -187,6 +199,9 @@ func (c *Cluster) member(i int) *member {
 // Addrs returns the client addresses ("127.0.0.1:port") of all members in
 // index order. The slice is a copy.
 func (c *Cluster) Addrs() []string {
+	if c.emb != nil {
+		return []string{c.emb.Addr()}
+	}
 	addrs := make([]string, len(c.members))
 	for i, m := range c.members {
 		addrs[i] = m.addr()
@@ -197,6 +212,9 @@ func (c *Cluster) Addrs() []string {
 // Addr returns the client address ("127.0.0.1:port") of member i. It stays
 // the same across Stop, Kill and Restart.
 func (c *Cluster) Addr(i int) string {
+	if c.member(i) == nil {
+		return c.emb.Addr()
+	}
 	return c.member(i).addr()
 }
 
@@ -204,12 +222,20 @@ func (c *Cluster) Addr(i int) string {
 // it has not exited after 10 seconds it is killed. Stopping a member that
 // is not running does nothing.
 func (c *Cluster) Stop(i int) error {
+	if c.member(i) == nil {
+		c.emb.Stop()
+		return nil
+	}
 	return c.member(i).stop(syscall.SIGTERM, stopGrace)
 }
 
 // Kill kills member i with SIGKILL, as a crash would, and waits for it to
 // exit. Killing a member that is not running does nothing.
 func (c *Cluster) Kill(i int) error {
+	if c.member(i) == nil {
+		c.emb.Stop()
+		return nil
+	}
 	return c.member(i).stop(syscall.SIGKILL, 0)
 }
 
@@ -221,6 +247,11 @@ func (c *Cluster) Kill(i int) error {
 // killed again and the error quotes the end of its log.
 func (c *Cluster) Restart(ctx context.Context, i int) error {
 	m := c.member(i)
+	if m == nil {
+		ctx, cancel := withDefaultTimeout(ctx)
+		defer cancel()
+		return c.embRestart(ctx)
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -243,6 +274,9 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 // Running reports whether the process of member i is alive. A running
 // member does not necessarily serve clients; see Mode.
 func (c *Cluster) Running(i int) bool {
+	if c.member(i) == nil {
+		return c.emb.Running()
+	}
 	return c.member(i).running()
 }
 
@@ -250,6 +284,9 @@ func (c *Cluster) Running(i int) bool {
 // "standalone", "leader" or "follower". It returns an error if the member
 // cannot be reached or does not currently serve clients.
 func (c *Cluster) Mode(ctx context.Context, i int) (string, error) {
+	if c.member(i) == nil {
+		return c.embMode(ctx)
+	}
 	return c.member(i).mode(ctx)
 }
 
@@ -261,6 +298,10 @@ func (c *Cluster) Close() error {
 		c.mu.Lock()
 		c.closed = true
 		c.mu.Unlock()
+		if c.emb != nil {
+			c.emb.Close()
+			return
+		}
 		var errs []error
 		for _, m := range c.members {
 			errs = append(errs, m.stop(syscall.SIGKILL, 0))

@@ -12,6 +12,11 @@
 // request. ExpireSession forces a session to expire on the server, and
 // FourLetter sends four-letter-word commands such as "ruok" and "srvr".
 //
+// With the environment variable ZKTEST_SERVER=zkserver, Start runs a
+// standalone server in process with the embedded zkserver instead of a JVM
+// (ensembles still run ZooKeeper); the default, ZKTEST_SERVER=zookeeper,
+// runs the real thing.
+//
 // The package needs Java and ZooKeeper (3.8 is tested). It looks for the
 // Debian package layout (/usr/share/java/zookeeper.jar, installed with
 // "apt-get install -y zookeeper") unless ZOOKEEPER_HOME names an unpacked

@@ -35,7 +35,13 @@ type jvm struct {
 // java is $ZKTEST_JAVA if set, else "java" on $PATH. The jars come from
 // $ZOOKEEPER_HOME (lib/*.jar and *.jar) if set, else from the Debian
 // package (/usr/share/java/zookeeper.jar).
+//
+// With ZKTEST_SERVER=zkserver (see ServerEnv) a standalone server needs
+// neither, and Available returns nil.
 func Available() error {
+	if kind, err := serverKind(); err != nil || kind == "zkserver" {
+		return err
+	}
 	_, err := findJVM()
 	return err
 }

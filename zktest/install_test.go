@@ -7,6 +7,7 @@ import (
 )
 
 func TestAvailableReportsMissing(t *testing.T) {
+	skipIfEmbedded(t)
 	t.Setenv("ZOOKEEPER_HOME", t.TempDir())
 	err := Available()
 	if err == nil || !isUnavailable(err) {

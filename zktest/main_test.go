@@ -165,3 +165,12 @@ func (r *rawSession) create(path string, ephemeral bool) error {
 	_, err := readReply(r, r.xid)
 	return err
 }
+
+// skipIfEmbedded skips tests of the JVM's start-up and logs when
+// ZKTEST_SERVER=zkserver makes Start run the embedded server.
+func skipIfEmbedded(t *testing.T) {
+	t.Helper()
+	if kind, _ := serverKind(); kind == "zkserver" {
+		t.Skip("tests the JVM; ZKTEST_SERVER=zkserver runs the embedded server")
+	}
+}

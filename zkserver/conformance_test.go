@@ -1,0 +1,337 @@
+package zkserver_test
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/zkserver"
+	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// The conformance suite runs each test body against a real ZooKeeper 3.8
+// (one server shared by the package) and against zkserver, records a
+// transcript of what each server answered, normalised so that values that
+// legitimately differ (zxids, times, session ids) become placeholders,
+// and requires the two transcripts to be equal.
+
+var (
+	realZK    *zktest.Cluster
+	realZKErr error
+	embedded  *zkserver.Server
+	runNonce  = strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("ZKSERVER_NO_ZOOKEEPER") == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		realZK, realZKErr = zktest.Start(ctx, zktest.Options{Heap: "256m"})
+		cancel()
+	} else {
+		realZKErr = fmt.Errorf("ZKSERVER_NO_ZOOKEEPER is set")
+	}
+	embedded = zkserver.NewServer(zkserver.Options{})
+	if err := embedded.Start("127.0.0.1:0"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	embedded.Close()
+	if realZK != nil {
+		realZK.Close()
+	}
+	os.Exit(code)
+}
+
+// target is one of the two servers under comparison.
+type target struct {
+	name string
+	addr string
+	path string // a fresh path for the test, the same on both servers
+}
+
+// rec is a transcript being recorded.
+type rec struct {
+	t        *testing.T
+	lines    []string
+	zxids    []int64
+	sessions map[int64]string
+}
+
+var tokenRE = regexp.MustCompile("\x00Z([0-9]+)\x00")
+
+// Z returns a placeholder for a zxid; transcripts compare zxids by rank.
+func (r *rec) Z(v int64) string {
+	r.zxids = append(r.zxids, v)
+	return fmt.Sprintf("\x00Z%d\x00", len(r.zxids)-1)
+}
+
+// S names a session id: known sessions by the name given in session,
+// 0 as 0, others as "?".
+func (r *rec) S(id int64) string {
+	if id == 0 {
+		return "0"
+	}
+	if n, ok := r.sessions[id]; ok {
+		return n
+	}
+	return fmt.Sprintf("other(%#x)", uint64(id)>>56)
+}
+
+func (r *rec) session(id int64, name string) { r.sessions[id] = name }
+
+func (r *rec) logf(format string, args ...any) {
+	r.lines = append(r.lines, fmt.Sprintf(format, args...))
+}
+
+// normalized returns the transcript with zxid placeholders replaced by
+// their rank among the distinct zxids recorded.
+func (r *rec) normalized() []string {
+	uniq := slices.Clone(r.zxids)
+	slices.Sort(uniq)
+	uniq = slices.Compact(uniq)
+	out := make([]string, len(r.lines))
+	for i, l := range r.lines {
+		out[i] = tokenRE.ReplaceAllStringFunc(l, func(tok string) string {
+			idx, _ := strconv.Atoi(tokenRE.FindStringSubmatch(tok)[1])
+			rank, _ := slices.BinarySearch(uniq, r.zxids[idx])
+			return "z" + strconv.Itoa(rank)
+		})
+	}
+	return out
+}
+
+// conform runs body against both servers and compares the transcripts.
+func conform(t *testing.T, body func(t *testing.T, tg target, r *rec)) {
+	t.Helper()
+	path := "/conf-" + runNonce + "-" + strings.ReplaceAll(t.Name(), "/", "_")
+	targets := []target{{name: "zkserver", addr: embedded.Addr(), path: path}}
+	if realZKErr == nil {
+		targets = append([]target{{name: "zookeeper", addr: realZK.Addr(0), path: path}}, targets...)
+	}
+	got := map[string][]string{}
+	for _, tg := range targets {
+		r := &rec{sessions: map[int64]string{}}
+		ok := t.Run(tg.name, func(t *testing.T) {
+			r.t = t
+			body(t, tg, r)
+		})
+		if !ok {
+			t.Logf("%s transcript so far:\n%s", tg.name, strings.Join(r.normalized(), "\n"))
+			return
+		}
+		got[tg.name] = r.normalized()
+	}
+	if realZKErr != nil {
+		if os.Getenv("ZKSERVER_NO_ZOOKEEPER") != "" {
+			t.Skip("comparison skipped: ZKSERVER_NO_ZOOKEEPER is set")
+		}
+		zktest.SkipOrFail(t, realZKErr)
+		return
+	}
+	want, have := got["zookeeper"], got["zkserver"]
+	if !slices.Equal(want, have) {
+		t.Errorf("transcripts differ\n%s", diff(want, have))
+	}
+}
+
+func diff(want, have []string) string {
+	var b strings.Builder
+	for i := range max(len(want), len(have)) {
+		w, h := "<none>", "<none>"
+		if i < len(want) {
+			w = want[i]
+		}
+		if i < len(have) {
+			h = have[i]
+		}
+		mark := "  "
+		if w != h {
+			mark = "!="
+		}
+		fmt.Fprintf(&b, "%s zookeeper: %s\n   zkserver:  %s\n", mark, w, h)
+	}
+	return b.String()
+}
+
+// do sends a request on c and records every frame up to and including
+// the reply, decoded and normalised.
+func (r *rec) do(c *rawClient, label string, req jute.Request) frame {
+	r.t.Helper()
+	start := len(c.frames)
+	f := c.call(req)
+	for _, g := range c.frames[start:] {
+		if g.event != nil {
+			r.logf("%s: event type=%d path=%s", label, g.event.Type, g.event.Path)
+			continue
+		}
+		if g.hdr.Xid != f.hdr.Xid {
+			continue
+		}
+		r.logf("%s: op=%d err=%d zxid=%s %s", label, req.Op, g.hdr.Err, r.Z(g.hdr.Zxid), r.describe(req, g))
+	}
+	return f
+}
+
+// expectEvents reads until c has n more notifications and records them.
+func (r *rec) expectEvents(c *rawClient, label string, n int) {
+	r.t.Helper()
+	seen := 0
+	for _, f := range c.frames {
+		if f.event != nil {
+			seen++
+		}
+	}
+	evs := c.events(seen + n)
+	for _, ev := range evs[seen:] {
+		r.logf("%s: event type=%d path=%s", label, ev.Type, ev.Path)
+	}
+}
+
+// expectEventsUnordered is expectEvents for events whose order ZooKeeper
+// does not define; they are recorded sorted.
+func (r *rec) expectEventsUnordered(c *rawClient, label string, n int) {
+	r.t.Helper()
+	start := len(r.lines)
+	r.expectEvents(c, label, n)
+	slices.Sort(r.lines[start:])
+}
+
+// describe decodes a reply body for the transcript.
+func (r *rec) describe(req jute.Request, f frame) string {
+	if f.hdr.Err != 0 && req.Op != jute.OpMulti {
+		return "body=" + hex.EncodeToString(f.body)
+	}
+	d := jute.NewDecoder(f.body)
+	var s string
+	switch req.Op {
+	case jute.OpCreate, jute.OpSync:
+		s = "path=" + d.String()
+	case jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
+		s = "path=" + d.String() + " " + r.stat(d)
+	case jute.OpExists, jute.OpSetData, jute.OpSetACL:
+		s = r.stat(d)
+	case jute.OpGetData:
+		s = fmt.Sprintf("data=%q %s", d.Buffer(), r.stat(d))
+	case jute.OpGetChildren:
+		s = fmt.Sprintf("children=%v", sorted(d.Strings()))
+	case jute.OpGetChildren2:
+		s = fmt.Sprintf("children=%v %s", sorted(d.Strings()), r.stat(d))
+	case jute.OpGetACL:
+		s = fmt.Sprintf("acl=%v %s", jute.DecodeACLs(d), r.stat(d))
+	case jute.OpGetEphemerals:
+		s = fmt.Sprintf("ephemerals=%v", sorted(d.Strings()))
+	case jute.OpGetAllChildrenNumber:
+		s = fmt.Sprintf("number=%d", d.Int32())
+	case jute.OpWhoAmI:
+		n := d.VectorLen(8)
+		var ids []string
+		for range n {
+			ids = append(ids, d.String()+":"+d.String())
+		}
+		s = fmt.Sprintf("whoami=%v", ids)
+	case jute.OpMulti, jute.OpMultiRead:
+		s = r.results(d)
+	}
+	if rest := d.Rest(); len(rest) > 0 || d.Err() != nil {
+		s += fmt.Sprintf(" rest=%x err=%v", rest, d.Err())
+	}
+	return s
+}
+
+func (r *rec) results(d *jute.Decoder) string {
+	var parts []string
+	for d.Err() == nil {
+		var h jute.MultiHeader
+		h.Decode(d)
+		if h.Done {
+			parts = append(parts, fmt.Sprintf("end(%d,%d)", h.Type, h.Err))
+			break
+		}
+		p := fmt.Sprintf("[type=%d err=%d", h.Type, h.Err)
+		switch h.Type {
+		case jute.OpError:
+			p += fmt.Sprintf(" code=%d", d.Int32())
+		case jute.OpCreate:
+			p += " path=" + d.String()
+		case jute.OpCreate2:
+			p += " path=" + d.String() + " " + r.stat(d)
+		case jute.OpSetData:
+			p += " " + r.stat(d)
+		case jute.OpGetData:
+			p += fmt.Sprintf(" data=%q %s", d.Buffer(), r.stat(d))
+		case jute.OpGetChildren:
+			p += fmt.Sprintf(" children=%v", sorted(d.Strings()))
+		}
+		parts = append(parts, p+"]")
+	}
+	return "results=" + strings.Join(parts, " ")
+}
+
+func (r *rec) stat(d *jute.Decoder) string {
+	var st jute.Stat
+	st.Decode(d)
+	return r.fmtStat(st)
+}
+
+func (r *rec) fmtStat(st jute.Stat) string {
+	return fmt.Sprintf("stat{czxid=%s mzxid=%s pzxid=%s mtime>=ctime:%v v=%d cv=%d av=%d owner=%s len=%d nch=%d}",
+		r.Z(st.Czxid), r.Z(st.Mzxid), r.Z(st.Pzxid), st.Mtime >= st.Ctime, st.Version, st.Cversion, st.Aversion,
+		r.S(st.EphemeralOwner), st.DataLength, st.NumChildren)
+}
+
+func sorted(v []string) []string {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v
+}
+
+// Request constructors for the transcripts.
+
+var open = []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}
+
+func create(p string, data string, flags int32) jute.Request {
+	return jute.Request{Op: jute.OpCreate, Path: p, Data: []byte(data), ACL: open, Flags: flags}
+}
+
+func create2(p string, data string, flags int32) jute.Request {
+	r := create(p, data, flags)
+	r.Op = jute.OpCreate2
+	return r
+}
+
+func del(p string, version int32) jute.Request {
+	return jute.Request{Op: jute.OpDelete, Path: p, Version: version}
+}
+
+func setData(p, data string, version int32) jute.Request {
+	return jute.Request{Op: jute.OpSetData, Path: p, Data: []byte(data), Version: version}
+}
+
+func getData(p string, watch bool) jute.Request {
+	return jute.Request{Op: jute.OpGetData, Path: p, Watch: watch}
+}
+
+func exists(p string, watch bool) jute.Request {
+	return jute.Request{Op: jute.OpExists, Path: p, Watch: watch}
+}
+
+func children(p string, watch bool) jute.Request {
+	return jute.Request{Op: jute.OpGetChildren2, Path: p, Watch: watch}
+}
+
+func check(p string, version int32) jute.Request {
+	return jute.Request{Op: jute.OpCheck, Path: p, Version: version}
+}
+
+func multi(ops ...jute.Request) jute.Request {
+	return jute.Request{Op: jute.OpMulti, Ops: ops}
+}

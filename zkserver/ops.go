@@ -1,0 +1,312 @@
+package zkserver
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+)
+
+// process handles one request and reports whether the connection goes on.
+func (s *Server) process(c *conn, r *jute.Request) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.recv++
+	s.counters.requests[r.Op]++
+	sess := c.sess
+	if sess == nil {
+		return false // the session ended; the connection is closing
+	}
+	sess.touch(time.Now())
+	c.lastOp, c.lastCxid = opName(r.Op), r.Xid
+
+	switch {
+	case r.Op == -1:
+		c.reply(r.Xid, s.zxid, jute.ErrMarshalling, nil)
+		return true
+	case !jute.Known(r.Op):
+		// ZooKeeper answers Unimplemented, then drops the connection.
+		c.reply(r.Xid, -1, jute.ErrUnimplemented, nil)
+		return false
+	}
+	switch r.Op {
+	case jute.OpPing:
+		c.reply(jute.XidPing, s.zxid, 0, nil)
+	case jute.OpAuth:
+		id, ok := authenticate(r.Scheme, r.Auth, c.ip)
+		if !ok {
+			c.reply(r.Xid, 0, jute.ErrAuthFailed, nil)
+			c.closeAfterFlush()
+			return false
+		}
+		if !containsID(c.auth, id) {
+			c.auth = append([]jute.ID{id}, c.auth...) // ZooKeeper lists the newest first
+		}
+		c.reply(r.Xid, 0, 0, nil)
+	case jute.OpCloseSession:
+		zxid, _ := s.closeSession(sess)
+		c.reply(r.Xid, zxid, 0, nil)
+		c.closeAfterFlush()
+		return false
+	case jute.OpCheck:
+		return false // ZooKeeper 3.8 drops a connection that sends check outside a multi
+	case jute.OpSetWatches, jute.OpSetWatches2:
+		s.setWatches(c, r)
+		c.reply(r.Xid, s.zxid, 0, nil)
+	default:
+		if isWrite(r.Op) {
+			x := s.begin()
+			code, body := s.write(x, c, r, false)
+			if code != 0 {
+				x.rollback()
+			}
+			s.commit(x)
+			c.lastZxid = x.zxid
+			c.reply(r.Xid, x.zxid, code, body)
+			return true
+		}
+		code, body := s.read(c, r)
+		c.lastZxid = s.zxid
+		c.reply(r.Xid, s.zxid, code, body)
+	}
+	return true
+}
+
+// isWrite reports whether op is a transaction (it takes a zxid, even when
+// it fails, as in ZooKeeper).
+func isWrite(op int32) bool {
+	switch op {
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
+		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpCheck, jute.OpMulti,
+		jute.OpReconfig:
+		return true
+	}
+	return false
+}
+
+func containsID(ids []jute.ID, id jute.ID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// write applies a write request in x and returns its error code and reply
+// body.
+func (s *Server) write(x *txn, c *conn, r *jute.Request, inMulti bool) (int32, []byte) {
+	e := &jute.Encoder{}
+	switch r.Op {
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
+		p, n, code := s.create(x, c, r)
+		if code != 0 {
+			return code, nil
+		}
+		e.String(p)
+		if r.Op != jute.OpCreate && !(inMulti && multiCreateType(r.Flags) == jute.OpCreate) {
+			n.clientStat().Encode(e)
+		}
+	case jute.OpDelete:
+		if code := s.delete(x, c, r); code != 0 {
+			return code, nil
+		}
+	case jute.OpSetData:
+		n, code := s.setData(x, c, r)
+		if code != 0 {
+			return code, nil
+		}
+		n.clientStat().Encode(e)
+	case jute.OpSetACL:
+		n, code := s.setACL(x, c, r)
+		if code != 0 {
+			return code, nil
+		}
+		n.clientStat().Encode(e)
+	case jute.OpCheck:
+		if code := s.check(c, r); code != 0 {
+			return code, nil
+		}
+	case jute.OpMulti:
+		return 0, s.multi(x, c, r)
+	case jute.OpReconfig:
+		return jute.ErrReconfigDisabled, nil
+	}
+	return 0, e.Bytes()
+}
+
+// create mode flags.
+const (
+	flagEphemeral  = 1
+	flagSequential = 2
+	flagContainer  = 4
+	flagTTL        = 5
+	flagTTLSeq     = 6
+)
+
+// create validates and applies a create request, returning the final
+// path and node. The checks run in ZooKeeper's order.
+func (s *Server) create(x *txn, c *conn, r *jute.Request) (string, *node, int32) {
+	if r.Flags < 0 || r.Flags > flagTTLSeq {
+		return "", nil, jute.ErrBadArguments
+	}
+	isTTL := r.Flags == flagTTL || r.Flags == flagTTLSeq
+	if isTTL && !s.opts.TTLEnabled {
+		return "", nil, jute.ErrUnimplemented
+	}
+	ttl := int64(-1)
+	if r.Op == jute.OpCreateTTL {
+		ttl = r.TTL
+	}
+	if isTTL && (ttl <= 0 || ttl > maxTTL) || !isTTL && ttl >= 0 {
+		return "", nil, jute.ErrBadArguments
+	}
+	sequential := r.Flags == 2 || r.Flags == 3 || r.Flags == flagTTLSeq
+	if r.Path == "" || r.Path[0] != '/' || containsNUL(r.Path) || r.Path == "/" && !sequential {
+		return "", nil, jute.ErrBadArguments
+	}
+	parent, _ := parentOf(r.Path)
+	acl, code := fixACL(r.ACL, c.auth)
+	if code != 0 {
+		return "", nil, code
+	}
+	pn := s.tree.nodes[parent]
+	if pn == nil {
+		return "", nil, jute.ErrNoNode
+	}
+	if !allowed(pn.acl, c.auth, jute.PermCreate) {
+		return "", nil, jute.ErrNoAuth
+	}
+	p := r.Path
+	if sequential {
+		p += fmt.Sprintf("%010d", pn.seq)
+	}
+	if !validPath(p) {
+		return "", nil, jute.ErrBadArguments
+	}
+	if _, ok := s.tree.nodes[p]; ok {
+		return "", nil, jute.ErrNodeExists
+	}
+	if pn.ephemeralSession() != 0 {
+		return "", nil, jute.ErrNoChildrenForEphemerals
+	}
+	var owner int64
+	switch r.Flags {
+	case 1, 3:
+		owner = c.sess.id
+	case flagContainer:
+		owner = containerOwner
+	case flagTTL, flagTTLSeq:
+		owner = ttlOwnerMask | ttl
+	}
+	return p, x.create(p, r.Data, acl, owner), 0
+}
+
+func containsNUL(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// delete validates and applies a delete request.
+func (s *Server) delete(x *txn, c *conn, r *jute.Request) int32 {
+	if !validPath(r.Path) {
+		return jute.ErrBadArguments
+	}
+	if r.Path == "/" {
+		return jute.ErrNotEmpty
+	}
+	parent, _ := parentOf(r.Path)
+	pn := s.tree.nodes[parent]
+	if pn == nil {
+		return jute.ErrNoNode
+	}
+	if !allowed(pn.acl, c.auth, jute.PermDelete) {
+		return jute.ErrNoAuth
+	}
+	n := s.tree.nodes[r.Path]
+	if n == nil {
+		return jute.ErrNoNode
+	}
+	if r.Version != -1 && r.Version != n.stat.Version {
+		return jute.ErrBadVersion
+	}
+	if len(n.children) > 0 {
+		return jute.ErrNotEmpty
+	}
+	x.remove(r.Path)
+	return 0
+}
+
+// setData validates and applies a setData request.
+func (s *Server) setData(x *txn, c *conn, r *jute.Request) (*node, int32) {
+	if !validPath(r.Path) {
+		return nil, jute.ErrBadArguments
+	}
+	n := s.tree.nodes[r.Path]
+	if n == nil {
+		return nil, jute.ErrNoNode
+	}
+	if !allowed(n.acl, c.auth, jute.PermWrite) {
+		return nil, jute.ErrNoAuth
+	}
+	if r.Version != -1 && r.Version != n.stat.Version {
+		return nil, jute.ErrBadVersion
+	}
+	x.setData(n, r.Path, r.Data)
+	return n, 0
+}
+
+// setACL validates and applies a setACL request.
+func (s *Server) setACL(x *txn, c *conn, r *jute.Request) (*node, int32) {
+	if !validPath(r.Path) {
+		return nil, jute.ErrBadArguments
+	}
+	acl, code := fixACL(r.ACL, c.auth)
+	if code != 0 {
+		return nil, code
+	}
+	n := s.tree.nodes[r.Path]
+	if n == nil {
+		return nil, jute.ErrNoNode
+	}
+	if !allowed(n.acl, c.auth, jute.PermAdmin) {
+		return nil, jute.ErrNoAuth
+	}
+	if r.Version != -1 && r.Version != n.stat.Aversion {
+		return nil, jute.ErrBadVersion
+	}
+	x.setACL(n, acl)
+	return n, 0
+}
+
+// check validates a version check.
+func (s *Server) check(c *conn, r *jute.Request) int32 {
+	if !validPath(r.Path) {
+		return jute.ErrBadArguments
+	}
+	n := s.tree.nodes[r.Path]
+	if n == nil {
+		return jute.ErrNoNode
+	}
+	if !allowed(n.acl, c.auth, jute.PermRead) {
+		return jute.ErrNoAuth
+	}
+	if r.Version != -1 && r.Version != n.stat.Version {
+		return jute.ErrBadVersion
+	}
+	return 0
+}
+
+// multiCreateType is the result type ZooKeeper gives a create in a multi:
+// ordinary nodes get a create result (the path), containers and TTL nodes
+// a create2 result (path and stat).
+func multiCreateType(flags int32) int32 {
+	if flags == flagContainer || flags == flagTTL || flags == flagTTLSeq {
+		return jute.OpCreate2
+	}
+	return jute.OpCreate
+}

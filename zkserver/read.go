@@ -1,0 +1,212 @@
+package zkserver
+
+import (
+	"strings"
+
+	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+)
+
+// read answers a request that changes nothing in the tree (it may set
+// watches) and returns its error code and reply body.
+func (s *Server) read(c *conn, r *jute.Request) (int32, []byte) {
+	e := &jute.Encoder{}
+	switch r.Op {
+	case jute.OpExists:
+		if !validPath(r.Path) {
+			return jute.ErrBadArguments, nil
+		}
+		n := s.tree.nodes[r.Path]
+		if r.Watch {
+			s.watches.add(true, r.Path, c, modeStandard)
+		}
+		if n == nil {
+			return jute.ErrNoNode, nil
+		}
+		n.clientStat().Encode(e)
+	case jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2:
+		return s.readNode(c, r)
+	case jute.OpGetACL:
+		n := s.tree.nodes[r.Path]
+		if n == nil {
+			return jute.ErrNoNode, nil
+		}
+		if !allowed(n.acl, c.auth, jute.PermRead|jute.PermAdmin) {
+			return jute.ErrNoAuth, nil
+		}
+		acl := n.acl
+		if !allowed(n.acl, c.auth, jute.PermAdmin) {
+			acl = redactDigests(acl)
+		}
+		jute.EncodeACLs(e, acl)
+		n.clientStat().Encode(e)
+	case jute.OpSync:
+		e.String(r.Path)
+	case jute.OpGetEphemerals:
+		prefix := r.Path
+		if prefix == "" {
+			prefix = "/"
+		}
+		e.Strings(orEmpty(s.tree.sessionEphemerals(c.sess.id, prefix)))
+	case jute.OpGetAllChildrenNumber:
+		n := s.tree.nodes[r.Path]
+		if n == nil {
+			return jute.ErrNoNode, nil
+		}
+		if !allowed(n.acl, c.auth, jute.PermRead) {
+			return jute.ErrNoAuth, nil
+		}
+		e.Int32(int32(s.tree.countDescendants(r.Path)))
+	case jute.OpWhoAmI:
+		e.Int32(int32(len(c.auth)))
+		for _, id := range c.auth {
+			e.String(id.Scheme)
+			user := id.ID
+			if id.Scheme == "digest" {
+				user, _, _ = strings.Cut(user, ":")
+			}
+			e.String(user)
+		}
+	case jute.OpCheckWatches, jute.OpRemoveWatches:
+		if !s.removeWatches(c, r.Path, r.Mode, r.Op == jute.OpRemoveWatches) {
+			return jute.ErrNoWatcher, nil
+		}
+	case jute.OpAddWatch:
+		m := modePersist
+		if r.Mode == jute.AddWatchPersistentRecursive {
+			m = modeRecursive
+		} else if r.Mode != jute.AddWatchPersistent {
+			return jute.ErrBadArguments, nil
+		}
+		s.watches.add(true, r.Path, c, m)
+		s.watches.add(false, r.Path, c, m)
+		e.Int32(0)
+	case jute.OpMultiRead:
+		return 0, s.multiRead(c, r)
+	default:
+		return jute.ErrUnimplemented, nil
+	}
+	return 0, e.Bytes()
+}
+
+// readNode answers getData, getChildren and getChildren2.
+func (s *Server) readNode(c *conn, r *jute.Request) (int32, []byte) {
+	if !validPath(r.Path) {
+		return jute.ErrBadArguments, nil
+	}
+	n := s.tree.nodes[r.Path]
+	if n == nil {
+		return jute.ErrNoNode, nil
+	}
+	if !allowed(n.acl, c.auth, jute.PermRead) {
+		return jute.ErrNoAuth, nil
+	}
+	e := &jute.Encoder{}
+	if r.Op == jute.OpGetData {
+		if r.Watch {
+			s.watches.add(true, r.Path, c, modeStandard)
+		}
+		e.Buffer(orEmptyBytes(n.data))
+		n.clientStat().Encode(e)
+		return 0, e.Bytes()
+	}
+	if r.Watch {
+		s.watches.add(false, r.Path, c, modeStandard)
+	}
+	e.Strings(orEmpty(n.sortedChildren()))
+	if r.Op == jute.OpGetChildren2 {
+		n.clientStat().Encode(e)
+	}
+	return 0, e.Bytes()
+}
+
+func orEmpty(v []string) []string {
+	if v == nil {
+		return []string{}
+	}
+	return v
+}
+
+func orEmptyBytes(p []byte) []byte {
+	if p == nil {
+		return []byte{}
+	}
+	return p
+}
+
+// redactDigests hides the password hashes of digest ACL entries from a
+// reader without ADMIN permission, as ZooKeeper does.
+func redactDigests(acl []jute.ACL) []jute.ACL {
+	out := make([]jute.ACL, len(acl))
+	for i, a := range acl {
+		if a.ID.Scheme == "digest" {
+			user, _, _ := strings.Cut(a.ID.ID, ":")
+			a.ID.ID = user + ":x"
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// removeWatches removes (or, for checkWatches, looks for) c's watches of
+// the given type on path and reports whether there was one.
+func (s *Server) removeWatches(c *conn, path string, typ int32, remove bool) bool {
+	found := false
+	for _, isData := range []bool{true, false} {
+		if isData && typ == jute.WatcherChildren || !isData && typ == jute.WatcherData {
+			continue
+		}
+		if !s.watches.has(isData, path, c) {
+			continue
+		}
+		found = true
+		if remove {
+			s.watches.remove(isData, path, c)
+		}
+	}
+	return found
+}
+
+// setWatches restores a reconnecting client's watches, first firing the
+// events it missed since relativeZxid.
+func (s *Server) setWatches(c *conn, r *jute.Request) {
+	for _, p := range r.DataWatches {
+		switch n := s.tree.nodes[p]; {
+		case n == nil:
+			s.notify(c, jute.EventNodeDeleted, p)
+		case n.stat.Mzxid > r.RelativeZxid:
+			s.notify(c, jute.EventNodeDataChanged, p)
+		default:
+			s.watches.add(true, p, c, modeStandard)
+		}
+	}
+	for _, p := range r.ExistWatches {
+		if s.tree.nodes[p] != nil {
+			s.notify(c, jute.EventNodeCreated, p)
+		} else {
+			s.watches.add(true, p, c, modeStandard)
+		}
+	}
+	for _, p := range r.ChildWatches {
+		switch n := s.tree.nodes[p]; {
+		case n == nil:
+			s.notify(c, jute.EventNodeDeleted, p)
+		case n.stat.Pzxid > r.RelativeZxid:
+			s.notify(c, jute.EventNodeChildrenChanged, p)
+		default:
+			s.watches.add(false, p, c, modeStandard)
+		}
+	}
+	for _, p := range r.PersistWatches {
+		s.watches.add(true, p, c, modePersist)
+		s.watches.add(false, p, c, modePersist)
+	}
+	for _, p := range r.RecursiveWatches {
+		s.watches.add(true, p, c, modeRecursive)
+		s.watches.add(false, p, c, modeRecursive)
+	}
+}
+
+func (s *Server) notify(c *conn, typ int32, path string) {
+	c.notify(typ, path)
+	s.counters.events++
+}

@@ -1,0 +1,355 @@
+// Package zkserver is an embedded, single-node, in-memory server that
+// speaks the Apache ZooKeeper 3.8 client protocol, for tests, demos and
+// local development, in the spirit of alicebob/miniredis.
+//
+//	s := zkserver.RunT(t)          // closed when the test ends
+//	conn, _, err := zk.Connect([]string{s.Addr()}, time.Second)
+//
+// It implements sessions (negotiation, expiry, reconnection), the data
+// tree (persistent, ephemeral, sequential, container and TTL nodes), ACLs
+// (world, digest, ip, auth), one-shot and persistent watches, multi,
+// four-letter words, and controls a test needs: ExpireSession,
+// DropConnections, Restart, direct tree access and counters. It is
+// trusted as far as the conformance suite, run against both zkserver and
+// a real ZooKeeper 3.8, shows. It is no replacement for an ensemble.
+package zkserver
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+)
+
+// ErrNoSession reports that the server does not know a session.
+var ErrNoSession = errors.New("zkserver: no such session")
+
+// ErrClosed reports a call on a closed server.
+var ErrClosed = errors.New("zkserver: server closed")
+
+// Server is an embedded ZooKeeper-compatible server. Its methods are safe
+// for concurrent use.
+type Server struct {
+	opts   Options
+	secret [32]byte
+
+	mu          sync.Mutex
+	tree        *tree
+	watches     *watches
+	sessions    map[int64]*session
+	zxid        int64
+	nextSession int64
+	conns       map[*conn]struct{}
+	perIP       map[string]int
+	counters    counters
+	started     time.Time
+
+	ln      net.Listener
+	addr    string
+	running bool
+	closed  bool
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// NewServer returns a server that is not listening yet; see Start.
+func NewServer(opts Options) *Server {
+	s := &Server{
+		opts:     opts.withDefaults(),
+		tree:     newTree(),
+		watches:  newWatches(),
+		sessions: map[int64]*session{},
+		conns:    map[*conn]struct{}{},
+		perIP:    map[string]int{},
+		counters: newCounters(),
+		started:  time.Now(),
+	}
+	rand.Read(s.secret[:])
+	return s
+}
+
+// Run starts a server with default options on a free loopback port.
+func Run() (*Server, error) {
+	s := NewServer(Options{})
+	if err := s.Start("127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// RunT starts a server like Run and closes it when the test ends. It fails
+// the test if the server cannot start.
+func RunT(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := Run()
+	if err != nil {
+		tb.Fatalf("%v", err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Start listens on addr ("127.0.0.1:0" picks a free port) and serves
+// clients until Close.
+func (s *Server) Start(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("zkserver: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		ln.Close()
+		return ErrClosed
+	}
+	if s.running {
+		ln.Close()
+		return errors.New("zkserver: already running")
+	}
+	s.ln, s.addr, s.running = ln, ln.Addr().String(), true
+	s.stop = make(chan struct{})
+	now := time.Now()
+	for _, sess := range s.sessions {
+		sess.touch(now) // like ZooKeeper after loading its sessions
+	}
+	s.wg.Add(2)
+	go s.acceptLoop(ln)
+	go s.tickLoop(s.stop)
+	return nil
+}
+
+// Addr returns the address clients connect to ("127.0.0.1:port").
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Close stops the server and closes every connection. It may be called
+// more than once.
+func (s *Server) Close() {
+	s.shutdown()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+}
+
+// Stop stops serving as a stopped or crashed server would: the listener
+// and every connection close, and sessions do not expire while stopped.
+// The tree, the zxid and the sessions stay; Start (on the same address,
+// see Addr) serves them again, as does Restart.
+func (s *Server) Stop() { s.shutdown() }
+
+// Running reports whether the server is serving clients.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running
+}
+
+// Restart stops listening, drops every connection and starts again on the
+// same address, keeping the tree, the zxid and the sessions, whose
+// timeouts start afresh (as when ZooKeeper reloads them). Watches, which
+// belong to connections, are gone; clients restore them with SetWatches.
+// Restart also starts a stopped server.
+func (s *Server) Restart() error {
+	addr := s.Addr()
+	s.shutdown()
+	var err error
+	for range 50 { // the old port may linger briefly
+		if err = s.Start(addr); err == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return err
+}
+
+// shutdown stops the listener, the tick loop and every connection.
+func (s *Server) shutdown() {
+	s.mu.Lock()
+	if !s.running {
+		s.mu.Unlock()
+		return
+	}
+	s.running = false
+	s.ln.Close()
+	close(s.stop)
+	conns := s.dropConnsLocked()
+	s.mu.Unlock()
+	s.wg.Wait()
+	for _, c := range conns {
+		<-c.done
+	}
+}
+
+// DropConnections closes every client connection at once; sessions stay,
+// so clients reconnect to them.
+func (s *Server) DropConnections() {
+	s.mu.Lock()
+	s.dropConnsLocked()
+	s.mu.Unlock()
+}
+
+func (s *Server) dropConnsLocked() []*conn {
+	var out []*conn
+	for c := range s.conns {
+		c.closeNow()
+		out = append(out, c)
+	}
+	return out
+}
+
+func (s *Server) acceptLoop(ln net.Listener) {
+	defer s.wg.Done()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c := newConn(s, nc)
+		s.mu.Lock()
+		if !s.running || s.opts.MaxConnsPerIP > 0 && s.perIP[c.ip] >= s.opts.MaxConnsPerIP {
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		s.conns[c] = struct{}{}
+		s.perIP[c.ip]++
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+		}()
+	}
+}
+
+// connGone forgets a connection whose reader has ended: its watches go,
+// its session (if any) stays until it expires or the client comes back.
+func (s *Server) connGone(c *conn) {
+	s.mu.Lock()
+	if _, ok := s.conns[c]; ok {
+		delete(s.conns, c)
+		if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+			delete(s.perIP, c.ip)
+		}
+	}
+	s.watches.removeConn(c)
+	if c.sess != nil && c.sess.conn == c {
+		c.sess.conn = nil
+	}
+	c.sess = nil
+	s.mu.Unlock()
+	// Flush what is queued (a last reply), but not forever to a client
+	// that does not read.
+	c.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	c.closeAfterFlush()
+	<-c.done
+}
+
+func (s *Server) tickLoop(stop chan struct{}) {
+	defer s.wg.Done()
+	tick := time.NewTicker(s.opts.TickTime)
+	defer tick.Stop()
+	lastCheck := time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			s.mu.Lock()
+			s.expireSessions(now)
+			if now.Sub(lastCheck) >= s.opts.ContainerCheckInterval {
+				lastCheck = now
+				s.removeEmptyContainers(now)
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// connect answers a ConnectRequest and reports whether the connection
+// goes on.
+func (s *Server) connect(c *conn, req *jute.ConnectRequest) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.recv++
+	if req.LastZxidSeen > s.zxid {
+		return false // the client has seen a future: ZooKeeper refuses silently
+	}
+	resp := jute.ConnectResponse{HasReadOnly: req.HasReadOnly, Passwd: make([]byte, 16)}
+	timeout := s.opts.negotiate(req.TimeOut)
+	now := time.Now()
+	var sess *session
+	if req.SessionID != 0 {
+		sess = s.sessions[req.SessionID]
+		if sess == nil || string(sess.passwd) != string(req.Passwd) {
+			s.sendConnect(c, &resp)
+			c.closeAfterFlush()
+			return false
+		}
+		if old := sess.conn; old != nil && old != c {
+			old.sess = nil
+			s.watches.removeConn(old)
+			old.closeNow()
+		}
+	} else {
+		id := s.newSessionID()
+		sess = &session{id: id, passwd: s.password(id)}
+		s.sessions[id] = sess
+		s.zxid++ // createSession is a transaction
+	}
+	sess.timeout = timeout
+	sess.touch(now)
+	sess.conn = c
+	c.sess = sess
+	resp.TimeOut = int32(timeout / time.Millisecond)
+	resp.SessionID = sess.id
+	resp.Passwd = sess.passwd
+	s.sendConnect(c, &resp)
+	return true
+}
+
+func (s *Server) sendConnect(c *conn, resp *jute.ConnectResponse) {
+	e := jute.NewFrameEncoder()
+	resp.Encode(e)
+	c.sent++
+	c.send(e.Frame())
+}
+
+// begin starts a transaction with the next zxid. Called with s.mu held.
+func (s *Server) begin() *txn {
+	s.zxid++
+	return &txn{t: s.tree, zxid: s.zxid, now: time.Now().UnixMilli()}
+}
+
+// commit fires the watch events of a transaction, in order. Called with
+// s.mu held.
+func (s *Server) commit(x *txn) {
+	for _, ev := range x.events {
+		switch ev.typ {
+		case jute.EventNodeCreated, jute.EventNodeDataChanged:
+			s.fire(s.watches.trigger(true, ev.typ, ev.path, nil), ev)
+		case jute.EventNodeDeleted:
+			hit := s.watches.trigger(true, ev.typ, ev.path, nil)
+			s.fire(hit, ev)
+			s.fire(s.watches.trigger(false, ev.typ, ev.path, hit), ev)
+		case jute.EventNodeChildrenChanged:
+			s.fire(s.watches.trigger(false, ev.typ, ev.path, nil), ev)
+		}
+	}
+	x.events, x.undo = nil, nil
+}
+
+func (s *Server) fire(hit map[*conn]bool, ev event) {
+	for c := range hit {
+		c.notify(ev.typ, ev.path)
+		s.counters.events++
+	}
+}

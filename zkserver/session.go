@@ -1,0 +1,66 @@
+package zkserver
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"time"
+)
+
+// session is a client session; it outlives connections.
+type session struct {
+	id       int64
+	passwd   []byte
+	timeout  time.Duration
+	deadline time.Time
+	conn     *conn // current connection, or nil
+}
+
+func (s *session) touch(now time.Time) { s.deadline = now.Add(s.timeout) }
+
+// password derives the session's password from the server's secret.
+func (s *Server) password(id int64) []byte {
+	m := hmac.New(sha256.New, s.secret[:])
+	binary.Write(m, binary.BigEndian, id)
+	return m.Sum(nil)[:16]
+}
+
+// newSessionID returns a fresh session id: the current time in
+// milliseconds shifted as ZooKeeper does, then incremented.
+func (s *Server) newSessionID() int64 {
+	if s.nextSession == 0 {
+		s.nextSession = int64(uint64(time.Now().UnixMilli()<<24) >> 8)
+	}
+	s.nextSession++
+	return s.nextSession
+}
+
+// expireSessions closes every session whose deadline has passed. It is
+// called with s.mu held.
+func (s *Server) expireSessions(now time.Time) {
+	for _, sess := range s.sessions {
+		if now.After(sess.deadline) {
+			if _, c := s.closeSession(sess); c != nil {
+				c.closeAfterFlush()
+			}
+		}
+	}
+}
+
+// closeSession ends a session in one transaction: its ephemeral nodes are
+// deleted and watches fire. It returns the transaction's zxid and the
+// session's connection (or nil), which the caller closes. Called with s.mu
+// held.
+func (s *Server) closeSession(sess *session) (int64, *conn) {
+	x := s.begin()
+	for _, p := range s.tree.sessionEphemerals(sess.id, "/") {
+		x.remove(p)
+	}
+	s.commit(x)
+	delete(s.sessions, sess.id)
+	c := sess.conn
+	if c != nil {
+		c.sess = nil
+	}
+	return x.zxid, c
+}

@@ -1,0 +1,152 @@
+package zkserver
+
+import "github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+
+// watchMode is how a watch behaves once triggered.
+type watchMode uint8
+
+const (
+	modeStandard  watchMode = iota // one-shot
+	modePersist                    // stays; this path only
+	modeRecursive                  // stays; this path and below, no child events
+)
+
+// watchTable maps a path to the connections watching it and their modes.
+type watchTable map[string]map[*conn]watchMode
+
+// watches holds the data watches (set by exists and getData) and the child
+// watches (set by getChildren); persistent watches are in both tables, as
+// in ZooKeeper.
+type watches struct {
+	data, child watchTable
+	recursive   int // number of recursive entries in data
+}
+
+func newWatches() *watches {
+	return &watches{data: watchTable{}, child: watchTable{}}
+}
+
+// add sets a watch of c on path in the data table (isData) or the child
+// table. A later watch replaces the mode of an earlier one of the same
+// connection on the same path, as ZooKeeper 3.8 does.
+func (w *watches) add(isData bool, path string, c *conn, m watchMode) {
+	t := w.table(isData)
+	set := t[path]
+	if set == nil {
+		set = map[*conn]watchMode{}
+		t[path] = set
+	}
+	if isData {
+		if old, had := set[c]; had && old == modeRecursive {
+			w.recursive--
+		}
+		if m == modeRecursive {
+			w.recursive++
+		}
+	}
+	set[c] = m
+}
+
+func (w *watches) table(isData bool) watchTable {
+	if isData {
+		return w.data
+	}
+	return w.child
+}
+
+// remove deletes c's watch on path from t and reports whether it had one.
+func (w *watches) remove(isData bool, path string, c *conn) bool {
+	t := w.table(isData)
+	set := t[path]
+	m, ok := set[c]
+	if !ok {
+		return false
+	}
+	if isData && m == modeRecursive {
+		w.recursive--
+	}
+	delete(set, c)
+	if len(set) == 0 {
+		delete(t, path)
+	}
+	return true
+}
+
+// has reports whether c watches path in t.
+func (w *watches) has(isData bool, path string, c *conn) bool {
+	_, ok := w.table(isData)[path][c]
+	return ok
+}
+
+// removeConn drops every watch of c.
+func (w *watches) removeConn(c *conn) {
+	for path, set := range w.data {
+		if m, ok := set[c]; ok {
+			if m == modeRecursive {
+				w.recursive--
+			}
+			delete(set, c)
+			if len(set) == 0 {
+				delete(w.data, path)
+			}
+		}
+	}
+	for path, set := range w.child {
+		if _, ok := set[c]; ok {
+			delete(set, c)
+			if len(set) == 0 {
+				delete(w.child, path)
+			}
+		}
+	}
+}
+
+// trigger fires event typ on path in table t and returns the connections
+// notified. Connections in skip are not notified again. One-shot watches
+// on path are removed; recursive watches on path and its ancestors fire
+// for every event but NodeChildrenChanged.
+func (w *watches) trigger(isData bool, typ int32, path string, skip map[*conn]bool) map[*conn]bool {
+	t := w.table(isData)
+	hit := map[*conn]bool{}
+	for p, exact := path, true; ; exact = false {
+		set := t[p]
+		for c, m := range set {
+			switch {
+			case m == modeRecursive:
+				if typ != jute.EventNodeChildrenChanged {
+					hit[c] = true
+				}
+			case exact:
+				if !skip[c] {
+					hit[c] = true
+				}
+				if m == modeStandard {
+					delete(set, c)
+				}
+			}
+		}
+		if len(set) == 0 {
+			delete(t, p)
+		}
+		if p == "/" || !isData || w.recursive == 0 {
+			break
+		}
+		p, _ = parentOf(p)
+	}
+	for c := range skip {
+		delete(hit, c)
+	}
+	return hit
+}
+
+// count returns the number of watches (path, connection, table).
+func (w *watches) count() int {
+	n := 0
+	for _, set := range w.data {
+		n += len(set)
+	}
+	for _, set := range w.child {
+		n += len(set)
+	}
+	return n
+}
