@@ -281,6 +281,9 @@ func (t *ticket) find(ctx context.Context) (string, error) {
 		return "", err
 	}
 	kids, err := s.children(ctx, t.q.dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return "", nil // the parent (a container) is gone, and our node with it
+	}
 	if err != nil {
 		return "", err
 	}
