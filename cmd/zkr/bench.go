@@ -91,7 +91,7 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 		}
 		return err
 	}
-	servers, stop, err := a.measureServers(ctx, cmd, zktest.Options{Production: true})
+	servers, stop, err := a.measureServers(ctx, cmd, false, zktest.Options{Production: true})
 	if err != nil {
 		return interrupted(err)
 	}

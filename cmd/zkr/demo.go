@@ -47,8 +47,8 @@ draws events per release against the number of clients (FILE ending in .svg or
 
 With --servers (or $ZKR_SERVERS), the demo runs there; the server must accept as
 many connections from this host as there are clients (maxClientCnxns). Without
-them it starts a throwaway Apache ZooKeeper (needs Java and ZooKeeper: apt-get
-install -y zookeeper), says so on stderr, and removes it at the end.`,
+them it runs on zkrecipes' embedded ZooKeeper-compatible server (zkserver,
+inside this process: no Java needed), and says so on stderr.`,
 		Example: `  zkr demo
   zkr demo --clients 50
   zkr demo --sweep 10,50,100 --plot herd.svg
@@ -110,7 +110,7 @@ func (a *app) demo(cmd *cobra.Command, f demoFlags) error {
 		}
 		return err
 	}
-	servers, stop, err := a.measureServers(ctx, cmd, zktest.Options{})
+	servers, stop, err := a.measureServers(ctx, cmd, true, zktest.Options{})
 	if err != nil {
 		return interrupted(err)
 	}

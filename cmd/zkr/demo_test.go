@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // demoRow finds the table row that starts with prefix and returns its
@@ -112,18 +110,22 @@ func TestDemoPlotAndJSON(t *testing.T) {
 }
 
 // TestDemoStartsServer is the README's first command: with no servers
-// given, the demo starts its own ZooKeeper and says so.
+// given, the demo runs on the embedded server and says so.
 func TestDemoStartsServer(t *testing.T) {
 	servers(t)
-	zktest.SkipOrFail(t, zktest.Available())
-	p := start(t, []string{"ZKR_SERVERS="}, "demo", "--clients", "10")
+	p := start(t, []string{"ZKR_SERVERS="}, "demo", "--clients", "50")
 	if code := p.wait(90e9); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, p.stderr.String())
 	}
-	if !strings.Contains(p.stderr.String(), "starting a throwaway Apache ZooKeeper") {
-		t.Errorf("the demo does not say it starts a server:\n%s", p.stderr.String())
+	if !strings.Contains(p.stderr.String(), "embedded ZooKeeper-compatible server") {
+		t.Errorf("the demo does not say which server it runs on:\n%s", p.stderr.String())
 	}
-	demoRow(t, p.stdout.String(), "naive")
+	if _, ev := demoRow(t, p.stdout.String(), "predecessor"); ev > 1.0 {
+		t.Errorf("predecessor recipe on zkserver: %.2f events per release, want at most 1", ev)
+	}
+	if _, ev := demoRow(t, p.stdout.String(), "naive"); ev <= 1.5 {
+		t.Errorf("naive recipe on zkserver: %.2f events per release, want a herd", ev)
+	}
 }
 
 func TestBench(t *testing.T) {

@@ -9,6 +9,7 @@
 //	zkr inspect PATH                      show the queue of a lock or election
 //	zkr demo                              measure the herd effect, naive lock against ours
 //	zkr bench                             lock throughput and handoff latency
+//	zkr server [--addr A] [--tick D]      run the embedded ZooKeeper-compatible server
 //
 // Every command takes --servers (comma-separated host:port; default
 // $ZKR_SERVERS, then 127.0.0.1:2181), --session-timeout, --connect-timeout

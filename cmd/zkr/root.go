@@ -78,6 +78,7 @@ ZooKeeper servers come from --servers, else $ZKR_SERVERS, else ` + defaultServer
 		a.newInspectCmd(),
 		a.newDemoCmd(),
 		a.newBenchCmd(),
+		a.newServerCmd(),
 	)
 	return root
 }

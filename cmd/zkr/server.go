@@ -8,14 +8,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkrecipes/zkrecipes/internal/bench"
+	"github.com/zkrecipes/zkrecipes/zkserver"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // measureServers returns the servers demo and bench run on: those the user
 // gave (--servers or $ZKR_SERVERS), after checking that they answer, or a
-// throwaway ZooKeeper started for the run and stopped by stop. Either way
-// it says on stderr which.
-func (a *app) measureServers(ctx context.Context, cmd *cobra.Command, opts zktest.Options) (servers []string, stop func(), err error) {
+// throwaway server started for the run and stopped by stop, saying which on
+// stderr. With embedded (the demo) that is zkserver, in this process: no
+// Java needed. Otherwise (bench, whose figures are about ZooKeeper) it is a
+// real Apache ZooKeeper started through zktest with opts, warmed up first
+// when opts.Production is set.
+func (a *app) measureServers(ctx context.Context, cmd *cobra.Command, embedded bool, opts zktest.Options) (servers []string, stop func(), err error) {
 	name := cmd.CommandPath()
 	servers, chosen, err := a.serverList()
 	if err != nil {
@@ -29,6 +33,14 @@ func (a *app) measureServers(ctx context.Context, cmd *cobra.Command, opts zktes
 		s.Close()
 		fmt.Fprintf(a.stderr, "%s: using ZooKeeper at %s\n", name, strings.Join(servers, ","))
 		return servers, func() {}, nil
+	}
+	if embedded {
+		srv, err := zkserver.Run()
+		if err != nil {
+			return nil, nil, withCode(exitConnect, fmt.Errorf("starting the embedded server: %w", err))
+		}
+		fmt.Fprintf(a.stderr, "%s: no --servers given: running on zkrecipes' embedded ZooKeeper-compatible server (zkserver) at %s; pass --servers to use a ZooKeeper ensemble\n", name, srv.Addr())
+		return []string{srv.Addr()}, srv.Close, nil
 	}
 	if err := zktest.Available(); err != nil {
 		return nil, nil, withCode(exitConnect, fmt.Errorf("no --servers given, and cannot start a ZooKeeper here (pass --servers host:port to use one): %w", err))
