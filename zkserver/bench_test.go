@@ -1,10 +1,18 @@
 package zkserver_test
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/zkserver"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // BenchmarkOps measures one client's sequential create, getData and
@@ -48,6 +56,97 @@ func BenchmarkOps(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
+			})
+		})
+	}
+}
+
+// BenchmarkWrites measures create and setData throughput of several
+// concurrent clients against zkserver in memory, zkserver with a DataDir
+// (every transaction synced before its reply, group commit) and a real
+// ZooKeeper configured as in production (forceSync=yes), which starts
+// with the benchmark. It reports ops/s.
+func BenchmarkWrites(b *testing.B) {
+	const clients = 16
+	targets := []struct {
+		name  string
+		start func(b *testing.B) string
+	}{
+		{"zkserver-memory", func(b *testing.B) string { return zkserver.RunT(b).Addr() }},
+		{"zkserver-datadir", func(b *testing.B) string {
+			s := zkserver.NewServer(zkserver.Options{DataDir: b.TempDir()})
+			if err := s.Start("127.0.0.1:0"); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(s.Close)
+			return s.Addr()
+		}},
+		{"zookeeper-forcesync", func(b *testing.B) string {
+			if os.Getenv("ZKSERVER_NO_ZOOKEEPER") != "" {
+				b.Skip("ZKSERVER_NO_ZOOKEEPER is set")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			zs, err := zktest.Start(ctx, zktest.Options{Production: true, Heap: "512m"})
+			if err != nil {
+				b.Skip(err)
+			}
+			b.Cleanup(func() { zs.Close() })
+			return zs.Addr(0)
+		}},
+	}
+	for _, tg := range targets {
+		b.Run(tg.name, func(b *testing.B) {
+			addr := tg.start(b)
+			conns := make([]*zk.Conn, clients)
+			for i := range conns {
+				c, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				conns[i] = c
+			}
+			base := "/bench-writes"
+			if _, err := conns[0].Create(base, nil, 0, openACL); err != nil && err != zk.ErrNodeExists {
+				b.Fatal(err)
+			}
+			run := func(b *testing.B, op func(c *zk.Conn, i int64) error) {
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				errs := make(chan error, clients)
+				b.ResetTimer()
+				for _, c := range conns {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+							if err := op(c, i); err != nil {
+								errs <- err
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+				close(errs)
+				if err := <-errs; err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.Run("create", func(b *testing.B) {
+				prefix := fmt.Sprintf("%s/%d-", base, b.N)
+				run(b, func(c *zk.Conn, i int64) error {
+					_, err := c.Create(fmt.Sprintf("%s%d", prefix, i), []byte("x"), 0, openACL)
+					return err
+				})
+			})
+			b.Run("setData", func(b *testing.B) {
+				run(b, func(c *zk.Conn, _ int64) error {
+					_, err := c.Set(base, []byte("y"), -1)
+					return err
+				})
 			})
 		})
 	}

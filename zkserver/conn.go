@@ -32,7 +32,7 @@ type conn struct {
 	est      time.Time
 
 	mu      sync.Mutex
-	out     [][]byte
+	out     []frame
 	closing bool // close once out is written
 	wake    chan struct{}
 	done    chan struct{} // closed when the writer has exited
@@ -54,11 +54,23 @@ func newConn(s *Server, nc net.Conn) *conn {
 	}
 }
 
+// frame is a queued frame and the number of log records that must be
+// durable before it is written: with a DataDir, nothing a client sees
+// may depend on a transaction a crash could lose.
+type frame struct {
+	b    []byte
+	need uint64
+}
+
 // send queues a frame.
-func (c *conn) send(frame []byte) {
+func (c *conn) send(b []byte) {
+	var need uint64
+	if w := c.srv.wal; w != nil {
+		need = w.position()
+	}
 	c.mu.Lock()
 	if !c.closing {
-		c.out = append(c.out, frame)
+		c.out = append(c.out, frame{b, need})
 	}
 	c.mu.Unlock()
 	c.signal()
@@ -90,23 +102,43 @@ func (c *conn) closeNow() {
 	c.signal()
 }
 
-// writeLoop writes queued frames until the connection closes.
+// writeLoop writes queued frames, each once the log records it depends
+// on are durable, until the connection closes.
 func (c *conn) writeLoop() {
 	defer close(c.done)
 	defer c.nc.Close()
 	w := bufio.NewWriter(c.nc)
 	for range c.wake {
-		c.mu.Lock()
-		out, closing := c.out, c.closing
-		c.out = nil
-		c.mu.Unlock()
-		for _, f := range out {
-			if _, err := w.Write(f); err != nil {
+		for {
+			durable, synced, err := ^uint64(0), (<-chan struct{})(nil), error(nil)
+			if c.srv.wal != nil {
+				durable, synced, err = c.srv.wal.state()
+			}
+			if err != nil {
+				return // the log failed: what is queued may never be durable
+			}
+			c.mu.Lock()
+			n := 0
+			for n < len(c.out) && c.out[n].need <= durable {
+				n++
+			}
+			out := c.out[:n:n]
+			c.out = c.out[n:]
+			waiting := len(c.out) > 0
+			closing := c.closing && !waiting
+			c.mu.Unlock()
+			for _, f := range out {
+				if _, err := w.Write(f.b); err != nil {
+					return
+				}
+			}
+			if err := w.Flush(); err != nil || closing {
 				return
 			}
-		}
-		if err := w.Flush(); err != nil || closing {
-			return
+			if !waiting {
+				break
+			}
+			<-synced
 		}
 	}
 }

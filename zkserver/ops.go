@@ -279,7 +279,7 @@ func (s *Server) setACL(x *txn, c *conn, r *jute.Request) (*node, int32) {
 	if r.Version != -1 && r.Version != n.stat.Aversion {
 		return nil, jute.ErrBadVersion
 	}
-	x.setACL(n, acl)
+	x.setACL(n, r.Path, acl)
 	return n, 0
 }
 

@@ -9,7 +9,7 @@ import (
 // Options configure a Server. The zero value is usable: a 100ms tick,
 // session timeouts between 2 ticks and 60 seconds, no limit on
 // connections per address, TTL nodes disabled, containers checked every
-// minute, in memory only.
+// minute, in memory only (no DataDir).
 type Options struct {
 	// TickTime is the server's basic time unit; sessions are checked for
 	// expiry once per tick. Default 100ms.
@@ -39,6 +39,21 @@ type Options struct {
 	// MaxFrame is the largest request frame accepted (jute.maxbuffer);
 	// default 1,048,575 bytes. Larger frames close the connection.
 	MaxFrame int
+
+	// DataDir, if set, makes the server durable: the first Start loads
+	// the newest snapshot in the directory (created if missing) and
+	// replays the transaction log after it, so the tree, the zxid and the
+	// sessions survive a restart of the process; restored sessions get
+	// their full timeout from the restart to reconnect. Every transaction
+	// is appended to the log and synced to disk before its reply (and any
+	// later reply on the connection) is sent; transactions that arrive
+	// during a sync share the next one. Empty: in memory only.
+	DataDir string
+
+	// SnapshotCount is the number of transactions after which the whole
+	// state is written to a new snapshot and a new log is started, older
+	// files being removed. Default 10,000. Only used with a DataDir.
+	SnapshotCount int
 }
 
 func (o Options) withDefaults() Options {
@@ -53,6 +68,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ContainerCheckInterval <= 0 {
 		o.ContainerCheckInterval = time.Minute
+	}
+	if o.SnapshotCount <= 0 {
+		o.SnapshotCount = 10000
 	}
 	if o.MaxFrame <= 0 {
 		o.MaxFrame = jute.MaxFrame

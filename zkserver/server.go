@@ -1,4 +1,4 @@
-// Package zkserver is an embedded, single-node, in-memory server that
+// Package zkserver is an embedded, single-node server that
 // speaks the Apache ZooKeeper 3.8 client protocol, for tests, demos and
 // local development, in the spirit of alicebob/miniredis.
 //
@@ -9,7 +9,9 @@
 // tree (persistent, ephemeral, sequential, container and TTL nodes), ACLs
 // (world, digest, ip, auth), one-shot and persistent watches, multi,
 // four-letter words, and controls a test needs: ExpireSession,
-// DropConnections, Restart, direct tree access and counters. It is
+// DropConnections, Restart, direct tree access and counters. It keeps
+// its state in memory, or, with Options.DataDir, also in a transaction
+// log and snapshots that a new server on the same directory loads. It is
 // trusted as far as the conformance suite, run against both zkserver and
 // a real ZooKeeper 3.8, shows. It is no replacement for an ensemble.
 package zkserver
@@ -49,6 +51,7 @@ type Server struct {
 	counters    counters
 	started     time.Time
 
+	wal     *wal // the transaction log, with a DataDir, once started
 	ln      net.Listener
 	addr    string
 	running bool
@@ -111,6 +114,12 @@ func (s *Server) Start(addr string) error {
 		ln.Close()
 		return errors.New("zkserver: already running")
 	}
+	if s.opts.DataDir != "" && s.wal == nil {
+		if err := s.openDataDir(); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	s.ln, s.addr, s.running = ln, ln.Addr().String(), true
 	s.stop = make(chan struct{})
 	now := time.Now()
@@ -136,7 +145,11 @@ func (s *Server) Close() {
 	s.shutdown()
 	s.mu.Lock()
 	s.closed = true
+	w := s.wal
 	s.mu.Unlock()
+	if w != nil {
+		w.close()
+	}
 }
 
 // Stop stops serving as a stopped or crashed server would: the listener
@@ -304,6 +317,10 @@ func (s *Server) connect(c *conn, req *jute.ConnectRequest) bool {
 		sess = &session{id: id, passwd: s.password(id)}
 		s.sessions[id] = sess
 		s.zxid++ // createSession is a transaction
+		sess.timeout = timeout
+		if s.wal != nil {
+			s.logRecord(sessionRecord(s.zxid, sess))
+		}
 	}
 	sess.timeout = timeout
 	sess.touch(now)
@@ -332,6 +349,9 @@ func (s *Server) begin() *txn {
 // commit fires the watch events of a transaction, in order. Called with
 // s.mu held.
 func (s *Server) commit(x *txn) {
+	if s.wal != nil {
+		s.logRecord(s.txnRecord(x))
+	}
 	for _, ev := range x.events {
 		switch ev.typ {
 		case jute.EventNodeCreated, jute.EventNodeDataChanged:
@@ -351,5 +371,36 @@ func (s *Server) fire(hit map[*conn]bool, ev event) {
 	for c := range hit {
 		c.notify(ev.typ, ev.path)
 		s.counters.events++
+	}
+}
+
+// openDataDir loads the state of the DataDir and opens its log. Called
+// with s.mu held.
+func (s *Server) openDataDir() error {
+	if err := s.load(s.opts.DataDir); err != nil {
+		return fmt.Errorf("zkserver: load %s: %w", s.opts.DataDir, err)
+	}
+	w, err := s.openWAL(s.opts.DataDir)
+	if err != nil {
+		return fmt.Errorf("zkserver: %w", err)
+	}
+	s.wal = w
+	return nil
+}
+
+// logRecord appends a transaction to the log, if any, and takes a
+// snapshot every SnapshotCount transactions. Called with s.mu held.
+func (s *Server) logRecord(payload []byte) {
+	if s.wal == nil {
+		return
+	}
+	if s.wal.append(payload) < s.opts.SnapshotCount {
+		return
+	}
+	if err := s.wal.flush(); err != nil {
+		return
+	}
+	if err := s.wal.rotate(s.zxid, s.snapshot()); err != nil {
+		s.wal.fail(fmt.Errorf("zkserver: snapshot: %w", err))
 	}
 }

@@ -53,6 +53,7 @@ func (s *Server) expireSessions(now time.Time) {
 // held.
 func (s *Server) closeSession(sess *session) (int64, *conn) {
 	x := s.begin()
+	x.closed = sess.id
 	for _, p := range s.tree.sessionEphemerals(sess.id, "/") {
 		x.remove(p)
 	}

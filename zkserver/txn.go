@@ -19,6 +19,29 @@ type txn struct {
 	now    int64 // milliseconds since the epoch
 	undo   []func()
 	events []event
+
+	// For the transaction log: the nodes changed, in the order first
+	// changed, and the session the transaction closes (or 0).
+	touched []touched
+	closed  int64
+}
+
+// touched is a node a transaction changes: all of it, or (a parent whose
+// children changed) only its stat and sequence counter.
+type touched struct {
+	path     string
+	statOnly bool
+}
+
+// touch notes that the transaction changes the node at p.
+func (x *txn) touch(p string, statOnly bool) {
+	for i := range x.touched {
+		if x.touched[i].path == p {
+			x.touched[i].statOnly = x.touched[i].statOnly && statOnly
+			return
+		}
+	}
+	x.touched = append(x.touched, touched{p, statOnly})
 }
 
 // rollback undoes every change of the transaction, newest first.
@@ -26,7 +49,7 @@ func (x *txn) rollback() {
 	for i := len(x.undo) - 1; i >= 0; i-- {
 		x.undo[i]()
 	}
-	x.undo, x.events = nil, nil
+	x.undo, x.events, x.touched = nil, nil, nil
 }
 
 // create adds a node at p (final path, parent existing) with the given
@@ -47,6 +70,8 @@ func (x *txn) create(p string, data []byte, acl []jute.ACL, owner int64) *node {
 		},
 	}
 	oldSeq := pn.seq
+	x.touch(parent, true)
+	x.touch(p, false)
 	x.t.addNode(p, n)
 	pn.seq++
 	pn.stat.Cversion++
@@ -66,6 +91,8 @@ func (x *txn) remove(p string) {
 	pn := x.t.nodes[parent]
 	n := x.t.nodes[p]
 	old := pn.stat
+	x.touch(p, false)
+	x.touch(parent, true)
 	x.t.removeNode(p)
 	pn.stat.Cversion++
 	pn.stat.NumChildren--
@@ -80,6 +107,7 @@ func (x *txn) remove(p string) {
 // setData replaces the data of the node at p.
 func (x *txn) setData(n *node, p string, data []byte) {
 	oldData, oldStat := n.data, n.stat
+	x.touch(p, false)
 	n.data = data
 	n.stat.Version++
 	n.stat.Mzxid = x.zxid
@@ -89,9 +117,10 @@ func (x *txn) setData(n *node, p string, data []byte) {
 	x.events = append(x.events, event{jute.EventNodeDataChanged, p})
 }
 
-// setACL replaces the ACL of n.
-func (x *txn) setACL(n *node, acl []jute.ACL) {
+// setACL replaces the ACL of n, the node at p.
+func (x *txn) setACL(n *node, p string, acl []jute.ACL) {
 	oldACL, oldStat := n.acl, n.stat
+	x.touch(p, false)
 	n.acl = acl
 	n.stat.Aversion++
 	x.undo = append(x.undo, func() { n.acl, n.stat = oldACL, oldStat })
