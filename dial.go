@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 var errRefused = errors.New("zkrecipes: session is over; no new connection")
@@ -58,16 +60,14 @@ func (c *watchedConn) feed(b []byte) bool {
 		return true
 	}
 	c.parsed = true
-	r := c.first[4 : 4+size]
+	r := jute.NewDecoder(c.first[4 : 4+size])
 	c.first = nil
-	if len(r) < 20 {
+	r.Int32() // protocolVersion
+	timeout := time.Duration(r.Int32()) * time.Millisecond
+	id := r.Int64()
+	passwd := r.Buffer()
+	if r.Err() != nil {
 		return true // malformed: the client will fail on it by itself
-	}
-	timeout := time.Duration(int32(binary.BigEndian.Uint32(r[4:]))) * time.Millisecond
-	id := int64(binary.BigEndian.Uint64(r[8:]))
-	var passwd []byte
-	if n := int(int32(binary.BigEndian.Uint32(r[16:]))); n > 0 && 20+n <= len(r) {
-		passwd = append([]byte(nil), r[20:20+n]...)
 	}
 	return c.s.established(id, passwd, timeout)
 }

@@ -18,4 +18,4 @@ go test -race -count=1 -timeout 12m ./...
 # (ensembles stay real ZooKeeper).
 ZKTEST_SERVER=zkserver go test -race -count=1 -timeout 8m .
 # A short fuzzing run of the embedded server's wire decoder.
-go test -run '^$' -fuzz FuzzDecode -fuzztime 15s ./zkserver/internal/jute
+go test -run '^$' -fuzz FuzzDecode -fuzztime 15s ./internal/jute

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 // DigestID returns the id of the digest scheme for user and password:

@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 // ExpireSession ends session id as if it had timed out: its ephemeral

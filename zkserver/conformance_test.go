@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/zkserver"
-	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 // conn is one client connection. Its reader goroutine decodes requests and

@@ -3,7 +3,7 @@ package zkserver
 import (
 	"maps"
 
-	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 // counters are the server's statistics, guarded by Server.mu.

@@ -1,6 +1,6 @@
 package zkserver
 
-import "github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+import "github.com/zkrecipes/zkrecipes/internal/jute"
 
 // opResult is the outcome of one operation of a multi.
 type opResult struct {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 // process handles one request and reports whether the connection goes on.

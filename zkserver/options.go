@@ -3,7 +3,7 @@ package zkserver
 import (
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 // Options configure a Server. The zero value is usable: a 100ms tick,

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 // On-disk format, version 1. A DataDir holds snapshots (snap.<zxid>) and

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 // rawClient is a minimal ZooKeeper client on the jute codec, for opcodes

@@ -3,7 +3,7 @@ package zkserver
 import (
 	"strings"
 
-	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 // read answers a request that changes nothing in the tree (it may set

@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 // ErrNoSession reports that the server does not know a session.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 // Special ephemeralOwner values of container and TTL nodes, as ZooKeeper

@@ -1,7 +1,7 @@
 package zkserver
 
 import (
-	"github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 // event is a change that may trigger watches.

@@ -1,6 +1,6 @@
 package zkserver
 
-import "github.com/zkrecipes/zkrecipes/zkserver/internal/jute"
+import "github.com/zkrecipes/zkrecipes/internal/jute"
 
 // watchMode is how a watch behaves once triggered.
 type watchMode uint8

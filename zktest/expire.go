@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"io"
 )
 
@@ -38,10 +39,10 @@ func ExpireSession(ctx context.Context, addr string, sessionID int64, passwd []b
 	if s.id != sessionID {
 		return fmt.Errorf("zktest: expire session 0x%x: server attached session 0x%x", sessionID, s.id)
 	}
-	e := newEncoder()
-	e.int32(1) // xid
-	e.int32(opCloseSession)
-	if _, err := conn.Write(e.frame()); err != nil {
+	e := jute.NewFrameEncoder()
+	e.Int32(1) // xid
+	e.Int32(jute.OpCloseSession)
+	if _, err := conn.Write(e.Frame()); err != nil {
 		return fmt.Errorf("zktest: expire session 0x%x: %w", sessionID, err)
 	}
 	if _, err := readReply(conn, 1); err != nil {
@@ -61,25 +62,25 @@ type session struct {
 // on conn and returns the server's ConnectResponse. A returned id of 0
 // means the server does not know the requested session.
 func handshake(rw io.ReadWriter, id int64, passwd []byte, timeoutMs int32) (session, error) {
-	e := newEncoder()
-	e.int32(0) // protocolVersion
-	e.int64(0) // lastZxidSeen
-	e.int32(timeoutMs)
-	e.int64(id)
-	e.buffer(passwd)
-	e.byte(0) // readOnly
-	if _, err := rw.Write(e.frame()); err != nil {
+	e := jute.NewFrameEncoder()
+	e.Int32(0) // protocolVersion
+	e.Int64(0) // lastZxidSeen
+	e.Int32(timeoutMs)
+	e.Int64(id)
+	e.Buffer(passwd)
+	e.Bool(false) // readOnly
+	if _, err := rw.Write(e.Frame()); err != nil {
 		return session{}, err
 	}
-	p, err := readFrame(rw)
+	p, err := jute.ReadFrame(rw, maxFrame)
 	if err != nil {
 		return session{}, fmt.Errorf("connect response: %w", err)
 	}
-	d := &decoder{b: p}
-	d.int32() // protocolVersion
-	s := session{timeout: d.int32(), id: d.int64(), passwd: d.buffer()}
-	if d.err != nil {
-		return session{}, fmt.Errorf("connect response: %w", d.err)
+	d := jute.NewDecoder(p)
+	d.Int32() // protocolVersion
+	s := session{timeout: d.Int32(), id: d.Int64(), passwd: d.Buffer()}
+	if d.Err() != nil {
+		return session{}, fmt.Errorf("connect response: %w", d.Err())
 	}
 	return s, nil
 }
@@ -89,16 +90,16 @@ func handshake(rw io.ReadWriter, id int64, passwd []byte, timeoutMs int32) (sess
 // header is returned as an error.
 func readReply(r io.Reader, xid int32) ([]byte, error) {
 	for {
-		p, err := readFrame(r)
+		p, err := jute.ReadFrame(r, maxFrame)
 		if err != nil {
 			return nil, err
 		}
-		d := &decoder{b: p}
-		got := d.int32()
-		d.int64() // zxid
-		code := d.int32()
-		if d.err != nil {
-			return nil, d.err
+		d := jute.NewDecoder(p)
+		got := d.Int32()
+		d.Int64() // zxid
+		code := d.Int32()
+		if d.Err() != nil {
+			return nil, d.Err()
 		}
 		if got != xid {
 			continue
@@ -106,6 +107,6 @@ func readReply(r io.Reader, xid int32) ([]byte, error) {
 		if code != 0 {
 			return nil, fmt.Errorf("ZooKeeper error code %d", code)
 		}
-		return d.b, nil
+		return d.Rest(), nil
 	}
 }

@@ -3,6 +3,7 @@ package zktest
 import (
 	"context"
 	"fmt"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"net"
 	"os"
 	"testing"
@@ -145,21 +146,21 @@ func rawConnect(t *testing.T, addr string, id int64, passwd []byte) *rawSession 
 // create creates an empty node with an open ACL.
 func (r *rawSession) create(path string, ephemeral bool) error {
 	r.xid++
-	e := newEncoder()
-	e.int32(r.xid)
-	e.int32(opCreate)
-	e.string(path)
-	e.buffer(nil)
-	e.int32(1) // one ACL
-	e.int32(31)
-	e.string("world")
-	e.string("anyone")
+	e := jute.NewFrameEncoder()
+	e.Int32(r.xid)
+	e.Int32(jute.OpCreate)
+	e.String(path)
+	e.Buffer(nil)
+	e.Int32(1) // one ACL
+	e.Int32(31)
+	e.String("world")
+	e.String("anyone")
 	var flags int32
 	if ephemeral {
 		flags = 1
 	}
-	e.int32(flags)
-	if _, err := r.Write(e.frame()); err != nil {
+	e.Int32(flags)
+	if _, err := r.Write(e.Frame()); err != nil {
 		return err
 	}
 	_, err := readReply(r, r.xid)
