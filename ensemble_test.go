@@ -29,10 +29,14 @@ func TestMutexEnsembleFailover(t *testing.T) {
 	var (
 		inside   atomic.Int32
 		total    atomic.Int64
-		mu       sync.Mutex
-		holderAt string // server of the current holder's session
-		stop     = make(chan struct{})
-		wg       sync.WaitGroup
+		stop = make(chan struct{})
+		wg   sync.WaitGroup
+		// The test kills the member while a holder is inside: the next
+		// holder (after 50 acquisitions) hands over the server it is
+		// connected to and stays inside until the member is dead.
+		handover = make(chan string, 1)
+		killed   = make(chan struct{})
+		claim    sync.Once
 	)
 	for i := range 10 {
 		s := e.session(zkrecipes.WithSessionTimeout(8 * time.Second))
@@ -57,9 +61,12 @@ func TestMutexEnsembleFailover(t *testing.T) {
 				if n := inside.Add(1); n != 1 {
 					t.Errorf("session %d holds with %d others", i, n-1)
 				}
-				mu.Lock()
-				holderAt = s.Server()
-				mu.Unlock()
+				if total.Load() >= 50 {
+					claim.Do(func() {
+						handover <- s.Server()
+						<-killed
+					})
+				}
 				time.Sleep(2 * time.Millisecond)
 				select {
 				case <-m.Lost():
@@ -75,17 +82,20 @@ func TestMutexEnsembleFailover(t *testing.T) {
 			}
 		}()
 	}
-	e.waitFor("some acquisitions", func() bool { return total.Load() >= 50 })
-	mu.Lock()
-	at := holderAt
-	mu.Unlock()
+	var at string
+	select {
+	case at = <-handover:
+	case <-ctx.Done():
+		t.Fatal("no holder after 50 acquisitions")
+	}
 	victim := slices.Index(cluster.Addrs(), at)
 	if victim < 0 {
 		t.Fatalf("holder's server %q is not a member of %v", at, cluster.Addrs())
 	}
 	before := total.Load()
 	must(t, cluster.Kill(victim), "kill member %d", victim)
-	t.Logf("killed member %d (%s) after %d acquisitions", victim, at, before)
+	close(killed)
+	t.Logf("killed member %d (%s), the current holder's, after %d acquisitions", victim, at, before)
 	e.waitFor("work to continue after the kill", func() bool { return total.Load() >= before+100 })
 	close(stop)
 	wg.Wait()
