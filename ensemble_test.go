@@ -27,10 +27,10 @@ func TestMutexEnsembleFailover(t *testing.T) {
 	ctx := ctxTimeout(t, 3*time.Minute)
 
 	var (
-		inside   atomic.Int32
-		total    atomic.Int64
-		stop = make(chan struct{})
-		wg   sync.WaitGroup
+		inside atomic.Int32
+		total  atomic.Int64
+		stop   = make(chan struct{})
+		wg     sync.WaitGroup
 		// The test kills the member while a holder is inside: the next
 		// holder (after 50 acquisitions) hands over the server it is
 		// connected to and stays inside until the member is dead.
