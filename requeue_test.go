@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkserver"
 )
 
 // Requeue hands the lock to the next in line and queues at the back, in one
@@ -82,5 +83,31 @@ func TestMutexRequeueExclusion(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	e.empty(lock)
+}
+
+// Requeue sends one multi and no separate delete or create. Counted on the
+// embedded server, which counts requests by opcode (real ZooKeeper's stats
+// cannot tell which session sent what).
+func TestMutexRequeueIsOneWrite(t *testing.T) {
+	srv := zkserver.RunT(t)
+	e := newEnvOn(t, []string{srv.Addr()})
+	ctx := ctxTimeout(t, time.Minute)
+	lock := e.path + "/lock"
+	m := zkrecipes.NewMutex(e.session(), lock)
+	must(t, m.Lock(ctx), "Lock")
+	before := srv.Stats().Requests
+	must(t, m.Requeue(ctx), "Requeue")
+	after := srv.Stats().Requests
+	for _, op := range []struct {
+		name   string
+		opcode int32
+		want   int64
+	}{{"multi", 14, 1}, {"create", 1, 0}, {"delete", 2, 0}} {
+		if got := after[op.opcode] - before[op.opcode]; got != op.want {
+			t.Errorf("Requeue sent %d %s requests, want %d", got, op.name, op.want)
+		}
+	}
+	must(t, m.Unlock(ctx), "Unlock")
 	e.empty(lock)
 }
