@@ -39,7 +39,7 @@ func (b *Barrier) Set(ctx context.Context) error {
 	}
 	s := b.s
 	for missing := 0; ; {
-		err := s.createNode(ctx, b.path, nil, 0)
+		_, err := s.create(ctx, b.path, nil, 0)
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNodeExists):
 			return nil
@@ -195,10 +195,10 @@ func (b *DoubleBarrier) enter(ctx context.Context, name string) error {
 		return err
 	}
 	if len(members(kids)) >= b.n {
-		err := s.createNode(ctx, ready, nil, zk.FlagEphemeral)
+		_, err := s.create(ctx, ready, nil, zk.FlagEphemeral)
 		for errors.Is(err, ErrConnectionLoss) {
 			if err = s.awaitUp(ctx); err == nil {
-				err = s.createNode(ctx, ready, nil, zk.FlagEphemeral)
+				_, err = s.create(ctx, ready, nil, zk.FlagEphemeral)
 			}
 		}
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {

@@ -65,7 +65,7 @@ func JoinGroup(ctx context.Context, s *Session, path, memberID string, data []by
 func createEphemeral(ctx context.Context, s *Session, p string, data []byte) error {
 	lost, missing := false, 0
 	for {
-		err := s.createNode(ctx, p, data, zk.FlagEphemeral)
+		_, err := s.create(ctx, p, data, zk.FlagEphemeral)
 		switch {
 		case err == nil:
 			return nil

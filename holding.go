@@ -31,7 +31,7 @@ func (s *Session) holdNode(p string) *nodeHold {
 func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
 	defer close(h.done)
 	for {
-		ch, err := s.watchData(ctx, p)
+		_, ch, err := s.getDataW(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			h.release()
 			return

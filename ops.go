@@ -148,17 +148,6 @@ func (s *Session) stat(ctx context.Context, p string) (*zk.Stat, error) {
 	})
 }
 
-// watchData sets a one-shot data watch on p if p exists; it fails with
-// zk.ErrNoNode, setting no watch, if p is gone. This is how a waiter watches
-// its predecessor without a gap between listing and watching.
-func (s *Session) watchData(ctx context.Context, p string) (<-chan zk.Event, error) {
-	return retry(ctx, s, func(c *zk.Conn) (<-chan zk.Event, error) {
-		s.stats.reads.Add(1)
-		_, _, ch, err := c.GetW(p)
-		return ch, err
-	})
-}
-
 // remove deletes p (any version), retrying across connection loss while the
 // session lives. A node already gone counts as deleted.
 func (s *Session) remove(ctx context.Context, p string) error {
@@ -233,7 +222,8 @@ func (s *Session) getData(ctx context.Context, p string) ([]byte, *zk.Stat, erro
 }
 
 // getDataW returns p's data and sets a one-shot data watch; it fails with
-// zk.ErrNoNode, setting no watch, if p is gone.
+// zk.ErrNoNode, setting no watch, if p is gone. This is how a waiter
+// watches its predecessor without a gap between listing and watching.
 func (s *Session) getDataW(ctx context.Context, p string) ([]byte, <-chan zk.Event, error) {
 	type result struct {
 		data []byte
@@ -257,38 +247,43 @@ func (s *Session) setData(ctx context.Context, p string, data []byte, version in
 	})
 }
 
-// createNode sends one create of p (not sequential). If ctx ends first it
-// still waits, bounded, for the answer and deletes the node if it was
-// made, so that an abandoned call leaves nothing behind. It does not retry.
-func (s *Session) createNode(ctx context.Context, p string, data []byte, flags int32) error {
+// create sends one create of p with flags and returns the path the server
+// made (with its sequence number, if sequential). If ctx ends first it still
+// waits, bounded, for the answer and deletes the node if it was made, so an
+// abandoned call leaves nothing behind. It does not retry.
+func (s *Session) create(ctx context.Context, p string, data []byte, flags int32) (string, error) {
 	if err := s.Err(); err != nil {
-		return err
+		return "", err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return "", err
 	}
-	ch := make(chan error, 1)
+	type result struct {
+		path string
+		err  error
+	}
+	ch := make(chan result, 1)
 	go func() {
 		s.stats.creates.Add(1)
-		_, err := s.conn.Create(p, data, flags, s.acl)
-		ch <- s.translate(err)
+		path, err := s.conn.Create(p, data, flags, s.acl)
+		ch <- result{path, s.translate(err)}
 	}()
 	select {
-	case err := <-ch:
-		return err
+	case r := <-ch:
+		return r.path, r.err
 	case <-s.done:
-		return s.Err()
+		return "", s.Err()
 	case <-ctx.Done():
 		cctx, cancel := s.cleanupContext(ctx)
 		defer cancel()
 		select {
-		case err := <-ch:
-			if err == nil {
-				s.remove(cctx, p)
+		case r := <-ch:
+			if r.err == nil {
+				s.remove(cctx, r.path)
 			}
 		case <-cctx.Done():
 		case <-s.done:
 		}
-		return ctx.Err()
+		return "", ctx.Err()
 	}
 }

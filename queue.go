@@ -161,10 +161,10 @@ func (q *queue) enter(ctx context.Context, k kind, data []byte) (*ticket, error)
 func (t *ticket) create(ctx context.Context, data []byte) error {
 	s, base := t.q.s, t.q.dir+"/"+t.prefix+t.kind.marker
 	for missing := 0; ; {
-		name, err := t.createOnce(ctx, base, data)
+		p, err := s.create(ctx, base, data, zk.FlagEphemeralSequential)
 		switch {
 		case err == nil:
-			t.name = name
+			t.name = p[len(t.q.dir)+1:]
 			return nil
 		case errors.Is(err, zk.ErrNoNode) && missing < 3:
 			missing++
@@ -186,49 +186,6 @@ func (t *ticket) create(ctx context.Context, data []byte) error {
 		default:
 			return fmt.Errorf("zkrecipes: create in %s: %w", t.q.dir, err)
 		}
-	}
-}
-
-// createOnce sends one create. If ctx ends first, it still waits (bounded)
-// for the answer, so that a node created after all is known and removed.
-func (t *ticket) createOnce(ctx context.Context, base string, data []byte) (string, error) {
-	s := t.q.s
-	if err := s.Err(); err != nil {
-		return "", err
-	}
-	type result struct {
-		path string
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		s.stats.creates.Add(1)
-		p, err := s.conn.Create(base, data, zk.FlagEphemeralSequential, s.acl)
-		ch <- result{p, err}
-	}()
-	name := func(r result) (string, error) {
-		if r.err != nil {
-			return "", s.translate(r.err)
-		}
-		return r.path[len(t.q.dir)+1:], nil
-	}
-	select {
-	case r := <-ch:
-		return name(r)
-	case <-s.done:
-		return "", s.Err()
-	case <-ctx.Done():
-		cctx, cancel := s.cleanupContext(ctx)
-		defer cancel()
-		select {
-		case r := <-ch:
-			if n, err := name(r); err == nil {
-				t.name = n
-			}
-		case <-cctx.Done():
-		case <-s.done:
-		}
-		return "", ctx.Err()
 	}
 }
 
@@ -347,7 +304,7 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 		if q.beforeWatch != nil {
 			q.beforeWatch(q.dir + "/" + cs[b].name)
 		}
-		ch, err := s.watchData(ctx, q.dir+"/"+cs[b].name)
+		_, ch, err := s.getDataW(ctx, q.dir+"/"+cs[b].name)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // gone between listing and watching: list again
 		}
