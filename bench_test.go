@@ -40,7 +40,24 @@ func BenchmarkHandoff(b *testing.B) {
 	}
 }
 
+// BenchmarkHandoffChain measures handoff time on the floor's terms:
+// contenders queued in advance, each unlocking as soon as it holds, none
+// queueing again (BenchmarkHandoff's loop also pays each contender's next
+// create). The floor is the same chain with a delete and an event per
+// handoff and no reads.
+func BenchmarkHandoffChain(b *testing.B) {
+	for _, n := range []int{10, 100, 500} {
+		for _, recipe := range []string{"zkrecipes", "go-zookeeper", "floor"} {
+			b.Run(fmt.Sprintf("contenders=%d/%s", n, recipe), func(b *testing.B) { runBenchChain(b, recipe, n, true) })
+		}
+	}
+}
+
 func runBench(b *testing.B, recipe string, contenders int) {
+	runBenchChain(b, recipe, contenders, false)
+}
+
+func runBenchChain(b *testing.B, recipe string, contenders int, chain bool) {
 	if sharedErr != nil {
 		zktest.SkipOrFail(b, sharedErr)
 	}
@@ -48,7 +65,7 @@ func runBench(b *testing.B, recipe string, contenders int) {
 	defer cancel()
 	path := fmt.Sprintf("/bench/%s-%d-%d", recipe, contenders, time.Now().UnixNano())
 	r, err := bench.Run(ctx, recipe, bench.Config{
-		Servers: shared.Addrs(), Path: path, Contenders: contenders, Acquisitions: max(b.N, contenders),
+		Servers: shared.Addrs(), Path: path, Contenders: contenders, Acquisitions: max(b.N, contenders), Chain: chain,
 	})
 	if err != nil {
 		b.Fatal(err)

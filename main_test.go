@@ -9,7 +9,6 @@ import (
 	"log"
 	"os"
 	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
@@ -163,15 +162,10 @@ func (e *env) watches() int {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	out, err := zktest.FourLetter(ctx, e.servers[0], "wchs")
+	n, err := zktest.Watches(ctx, e.servers[0])
 	if err != nil {
-		e.t.Fatalf("wchs: %v", err)
+		e.t.Fatal(err)
 	}
-	m := regexp.MustCompile(`Total watches:\s*(\d+)`).FindStringSubmatch(out)
-	if m == nil {
-		e.t.Fatalf("wchs answer without a total: %q", out)
-	}
-	n, _ := strconv.Atoi(m[1])
 	return n
 }
 

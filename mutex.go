@@ -66,8 +66,8 @@ func (m *Mutex) Requeue(ctx context.Context) error {
 
 // Token returns the fencing token of the current holding, or 0 when the lock
 // is not held. Tokens strictly increase from one holder of the path to the
-// next (a token is the zxid of the last change to the queue that the holder
-// saw as it acquired), so a resource guarded by the lock can refuse any
+// next (a token is the czxid of the holder's node: the zxid of its creation;
+// holders hold in creation order), so a resource guarded by the lock can refuse any
 // request carrying a token lower than the highest it has seen: a holder
 // that lost the lock without knowing it cannot then overwrite its
 // successor's work.

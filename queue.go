@@ -39,20 +39,33 @@ var (
 	lockKinds = []kind{mutexKind, readerKind, writerKind, {"__rlock__", true}, {"__lock__", false}}
 )
 
-// blocker returns the index of the contender that q[i] must wait for, or -1
-// when q[i] holds. Writers (and mutex holders, and election candidates) wait
-// for everything earlier, so they watch their immediate predecessor; readers
-// wait only for earlier writers, so they watch the nearest earlier writer.
+// blocks reports whether c, queued earlier, blocks a contender that is a
+// reader (reader) or not. Writers (and mutex holders, and election
+// candidates) wait for everything earlier; readers wait only for earlier
+// writers.
+func blocks(c contender, reader bool) bool { return !reader || !c.reader }
+
+// blocker returns the index of the contender that q[i] watches — the
+// nearest earlier one that blocks it — or -1 when q[i] holds.
 func blocker(q []contender, i int) int {
-	if !q[i].reader {
-		return i - 1
-	}
 	for j := i - 1; j >= 0; j-- {
-		if !q[j].reader {
+		if blocks(q[j], q[i].reader) {
 			return j
 		}
 	}
 	return -1
+}
+
+// blockers returns the names of all the contenders that block q[i], in queue
+// order.
+func blockers(q []contender, i int) []string {
+	var names []string
+	for _, c := range q[:i] {
+		if blocks(c, q[i].reader) {
+			names = append(names, c.name)
+		}
+	}
+	return names
 }
 
 type contender struct {
@@ -112,22 +125,11 @@ func (t *ticket) path() string {
 
 // contenders lists the queue, sorted by sequence number.
 func (q *queue) contenders(ctx context.Context) ([]contender, error) {
-	cs, _, err := q.listing(ctx)
-	return cs, err
-}
-
-// listing lists the queue, sorted by sequence number, with the zxid of the
-// last change to it (the parent's pzxid).
-func (q *queue) listing(ctx context.Context) ([]contender, int64, error) {
-	kids, st, err := q.s.childrenStat(ctx, q.dir)
+	kids, err := q.s.children(ctx, q.dir)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	cs, err := q.sorted(kids)
-	if err != nil {
-		return nil, 0, err
-	}
-	return cs, st.Pzxid, nil
+	return q.sorted(kids)
 }
 
 func (q *queue) sorted(kids []string) ([]contender, error) {
@@ -269,54 +271,100 @@ func (t *ticket) find(ctx context.Context) (string, error) {
 // wait blocks until the ticket holds. With try, it returns ErrLocked instead
 // of waiting.
 //
+// It lists the queue, and watches the nearest node that blocks the ticket.
+// When that node goes, the ticket lists again — unless the listing showed
+// no other blocker. Sequence numbers only grow, so nodes created later never
+// block the ticket: the blockers a listing shows are all it will ever have,
+// and once the last of them is deleted the ticket holds. A waiter next in
+// line then takes over on the deletion event alone, without a read. A
+// blocker already gone when watched (deleted between the listing and the
+// watch) fails the watch with zk.ErrNoNode, and the queue is listed again.
+//
 // The node is known to be this session's: either our own create returned it
 // (the server answered on our session), or, after a connection loss, find
-// checked its ephemeralOwner. Every listing that still shows it shows it is
-// still ours.
+// checked its ephemeralOwner.
 //
-// The fencing token is the pzxid of the listing that finds the ticket
-// holding: the zxid of the last change to the queue. The previous holder's
-// token was read while its node existed, and this listing shows that node
-// deleted, so it sees a later zxid: tokens strictly increase from one
-// holder to the next.
+// The fencing token is the node's czxid, the zxid of its creation, read
+// alongside the first listing. Holders hold in queue order and a later node
+// has a later czxid, so tokens strictly increase from one holder to the
+// next, even when the path is deleted and made again (zxids never repeat).
 func (t *ticket) wait(ctx context.Context, try bool) error {
 	s, q := t.q.s, t.q
+	type statResult struct {
+		st  *zk.Stat
+		err error
+	}
+	own := make(chan statResult, 1)
+	go func() {
+		st, err := s.stat(ctx, t.path())
+		own <- statResult{st, err}
+	}()
+	first := true
 	for {
-		cs, pzxid, err := q.listing(ctx)
+		cs, err := q.contenders(ctx)
+		i := slices.IndexFunc(cs, func(c contender) bool { return c.name == t.name })
+		if first {
+			first = false
+			r := <-own
+			switch {
+			case err != nil:
+			case errors.Is(r.err, zk.ErrNoNode):
+				i = -1
+			case r.err != nil:
+				err = r.err
+			default:
+				t.token = r.st.Czxid
+			}
+		}
 		if err != nil {
 			return err
 		}
-		i := slices.IndexFunc(cs, func(c contender) bool { return c.name == t.name })
 		if i < 0 {
 			if err := s.Err(); err != nil {
 				return err
 			}
 			return fmt.Errorf("%w: %s", ErrNodeLost, t.path())
 		}
-		b := blocker(cs, i)
-		if b < 0 {
-			t.token = pzxid
+		ahead := blockers(cs, i)
+		if len(ahead) == 0 {
 			return nil
 		}
 		if try {
 			return ErrLocked
 		}
-		if q.beforeWatch != nil {
-			q.beforeWatch(q.dir + "/" + cs[b].name)
-		}
-		_, ch, err := s.getDataW(ctx, q.dir+"/"+cs[b].name)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // gone between listing and watching: list again
-		}
-		if err != nil {
+		held, err := t.await(ctx, q.dir+"/"+ahead[len(ahead)-1])
+		if err != nil || (held && len(ahead) == 1) {
 			return err
 		}
+	}
+}
+
+// await watches pred until it is deleted, and reports whether the deletion
+// was seen (false: pred was already gone when watched).
+func (t *ticket) await(ctx context.Context, pred string) (bool, error) {
+	s, q := t.q.s, t.q
+	for {
+		if q.beforeWatch != nil {
+			q.beforeWatch(pred)
+		}
+		_, ch, err := s.getDataW(ctx, pred)
+		if errors.Is(err, zk.ErrNoNode) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
 		select {
-		case <-ch:
+		case ev := <-ch:
+			if ev.Type == zk.EventNodeDeleted {
+				return true, nil
+			}
+			// Its data changed, or the watch ended (the connection
+			// closed): watch it again, or fail with the session's error.
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-s.done:
-			return s.Err()
+			return false, s.Err()
 		}
 	}
 }

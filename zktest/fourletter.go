@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -70,4 +72,20 @@ func serverMode(srvr string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+var totalWatches = regexp.MustCompile(`Total watches:\s*(\d+)`)
+
+// Watches returns the number of watches the server at addr holds, from its
+// answer to the four-letter word "wchs".
+func Watches(ctx context.Context, addr string) (int, error) {
+	out, err := FourLetter(ctx, addr, "wchs")
+	if err != nil {
+		return 0, err
+	}
+	m := totalWatches.FindStringSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("zktest: wchs to %s: no total in %q", addr, out)
+	}
+	return strconv.Atoi(m[1])
 }

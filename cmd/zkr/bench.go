@@ -19,6 +19,7 @@ type benchFlags struct {
 	recipes      string
 	acquisitions int
 	json         bool
+	chain        bool
 }
 
 func (a *app) newBenchCmd() *cobra.Command {
@@ -29,11 +30,19 @@ func (a *app) newBenchCmd() *cobra.Command {
 		Long: `For each number of contending sessions in --clients, have them take and release
 one lock in a loop, with each recipe in --recipes:
 
-  zkrecipes     zkrecipes' Mutex
-  go-zookeeper  go-zookeeper/zk's own Lock
-  floor         the least a handoff can cost on this server: a chain of sessions
-                queued in advance, each deleting its node when its predecessor's
-                goes (one delete and one event per handoff, no reads)
+  zkrecipes          zkrecipes' Mutex: Unlock, then Lock
+  zkrecipes-requeue  zkrecipes' Mutex.Requeue: release and queue again in one write
+  go-zookeeper       go-zookeeper/zk's own Lock
+  floor              the least a handoff can cost on this server: a chain of sessions
+                     queued in advance, each deleting its node when its
+                     predecessor's goes (one delete and one event per handoff,
+                     no reads)
+
+With --chain, each run is a chain on the floor's terms instead of a loop: the
+sessions queue in advance, then each releases as soon as it holds and none queues
+again, so HANDOFF is the time from one release to the next holder, comparable
+with the floor's (the loop's also pays each session's next create). A chain
+needs at least two clients; zkrecipes-requeue cannot run as one.
 
 The table shows acquisitions per second, the time per handoff, the 50th and 99th
 percentile of the wait for the lock, and the requests and watch events per
@@ -45,6 +54,7 @@ it starts a throwaway Apache ZooKeeper that syncs its log to disk like a
 production server, and removes it at the end.`,
 		Example: `  zkr bench
   zkr bench --clients 1,10,100 --recipes zkrecipes,go-zookeeper
+  zkr bench --chain --clients 10,500
   zkr bench --servers zk1:2181,zk2:2181,zk3:2181 --json > bench.json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -56,6 +66,7 @@ production server, and removes it at the end.`,
 	fl.StringVar(&f.recipes, "recipes", "zkrecipes,zkrecipes-requeue,go-zookeeper,floor", "comma-separated workloads: zkrecipes (Unlock, then Lock), zkrecipes-requeue (Mutex.Requeue), go-zookeeper, floor")
 	fl.IntVar(&f.acquisitions, "acquisitions", 0, "acquisitions per run (0: 2 per client, at least 200)")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON instead of a table")
+	fl.BoolVar(&f.chain, "chain", false, "measure handoff time as the floor does (queued in advance, nobody queues again); default clients 10,100,500")
 	return cmd
 }
 
@@ -66,15 +77,27 @@ type benchReport struct {
 }
 
 func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
+	if f.chain && !cmd.Flags().Changed("clients") {
+		f.clients = "10,100,500"
+	}
 	ns, err := parseList("clients", f.clients)
 	if err != nil {
 		return err
+	}
+	if f.chain && slices.Min(ns) < 2 {
+		return usagef("--clients %s: a --chain needs at least 2 clients per run", f.clients)
 	}
 	var recipes []string
 	for r := range strings.SplitSeq(f.recipes, ",") {
 		r = strings.TrimSpace(r)
 		if !slices.Contains([]string{"zkrecipes", "zkrecipes-requeue", "go-zookeeper", "floor"}, r) {
-			return usagef("--recipes: unknown workload %q (want zkrecipes, go-zookeeper or floor)", r)
+			return usagef("--recipes: unknown workload %q (want zkrecipes, zkrecipes-requeue, go-zookeeper or floor)", r)
+		}
+		if f.chain && r == "zkrecipes-requeue" {
+			if cmd.Flags().Changed("recipes") {
+				return usagef("--recipes: zkrecipes-requeue never releases, so it cannot run as a --chain")
+			}
+			continue
 		}
 		recipes = append(recipes, r)
 	}
@@ -104,7 +127,7 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 			acq = max(200, 2*n)
 		}
 		for _, r := range recipes {
-			cases = append(cases, benchCase{recipe: r, clients: n, acquisitions: acq})
+			cases = append(cases, benchCase{recipe: r, clients: n, acquisitions: acq, chain: f.chain})
 		}
 	}
 	results, err := a.measure(ctx, cmd, servers, cases)
@@ -120,7 +143,11 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLIENTS\tRECIPE\tACQUISITIONS\tACQ/S\tHANDOFF\tWAIT P50\tWAIT P99\tLISTINGS/ACQ\tREADS/ACQ\tEVENTS/RELEASE")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Contenders, label(r.Recipe), r.Acquisitions,
+		name := label(r.Recipe)
+		if r.Chain && r.Recipe != "floor" {
+			name += " (chain)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Contenders, name, r.Acquisitions,
 			r.PerSecond, fmtDur(r.Handoff), fmtDur(r.WaitP50), fmtDur(r.WaitP99),
 			fmtPer(r.Listings), fmtPer(r.Reads), fmtPer(r.EventsPerRelease))
 	}

@@ -149,6 +149,24 @@ func TestBench(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("runs %v, want %s", got, want)
 	}
+	r = zkr(t, "bench", "--chain", "--clients", "3", "--acquisitions", "10", "--json")
+	if r.code != 0 {
+		t.Fatalf("--chain: exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	rep = benchReport{}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("--chain --json: %v\n%s", err, r.stdout)
+	}
+	got = nil
+	for _, run := range rep.Runs {
+		got = append(got, run.Recipe+"/"+strconv.Itoa(run.Contenders))
+		if !run.Chain || run.Acquisitions < 10 || run.Handoff <= 0 || run.EventsPerRelease != 1 {
+			t.Errorf("implausible chain run: %+v", run)
+		}
+	}
+	if want := "zkrecipes/3 go-zookeeper/3 floor/3"; strings.Join(got, " ") != want {
+		t.Errorf("chain runs %v, want %s", got, want)
+	}
 	r = zkr(t, "bench", "--clients", "2", "--acquisitions", "10", "--recipes", "zkrecipes")
 	if r.code != 0 || !strings.Contains(r.stdout, "zkrecipes Mutex") {
 		t.Errorf("bench table: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)

@@ -20,6 +20,7 @@ type benchCase struct {
 	recipe       string
 	clients      int
 	acquisitions int
+	chain        bool // see bench.Config.Chain
 }
 
 // measure runs the cases one after the other on servers, each on a path of
@@ -41,6 +42,7 @@ func (a *app) measure(ctx context.Context, cmd *cobra.Command, servers []string,
 			Contenders:   c.clients,
 			Acquisitions: c.acquisitions,
 			Progress:     p.step,
+			Chain:        c.chain,
 		})
 		cause := context.Cause(rctx)
 		stop()

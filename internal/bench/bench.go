@@ -18,16 +18,20 @@ import (
 // Config describes one run.
 type Config struct {
 	Servers      []string
-	Path         string         // lock path, used by this run only
-	Contenders   int            // sessions contending at once
-	Acquisitions int            // total acquisitions (handoffs for the floor)
-	Timeout      time.Duration  // session timeout (default 30s)
-	Progress     func(done int) // called after each acquisition, if set
+	Path         string        // lock path, used by this run only
+	Contenders   int           // sessions contending at once
+	Acquisitions int           // total acquisitions (handoffs for the floor)
+	Timeout      time.Duration // session timeout (default 30s)
+	// Chain measures handoff time as the floor does: contenders queued in
+	// advance, each unlocking as soon as it holds, none queueing again.
+	Chain    bool
+	Progress func(done int) // called after each acquisition, if set
 }
 
 // Result is what one run measured.
 type Result struct {
 	Recipe       string        `json:"recipe"`
+	Chain        bool          `json:"chain,omitempty"` // measured as a chain (see Config.Chain)
 	Contenders   int           `json:"contenders"`
 	Acquisitions int           `json:"acquisitions"`
 	Elapsed      time.Duration `json:"elapsed_ns"`
@@ -69,6 +73,12 @@ func Run(ctx context.Context, recipe string, cfg Config) (Result, error) {
 		return runFloor(ctx, cfg)
 	default:
 		return Result{}, fmt.Errorf("bench: unknown recipe %q (want one of %v)", recipe, Recipes)
+	}
+	if cfg.Chain {
+		if recipe == "zkrecipes-requeue" {
+			return Result{}, fmt.Errorf("bench: %s does not release, so it cannot run as a chain", recipe)
+		}
+		return runChain(ctx, recipe, c, cfg)
 	}
 	return runLoop(ctx, recipe, c, cfg)
 }

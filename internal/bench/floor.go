@@ -109,6 +109,7 @@ func runFloor(ctx context.Context, cfg Config) (Result, error) {
 	}
 	return Result{
 		Recipe:           "floor",
+		Chain:            cfg.Contenders > 1,
 		Contenders:       cfg.Contenders,
 		Acquisitions:     done,
 		Elapsed:          elapsed,

@@ -1,0 +1,95 @@
+package zkrecipes_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+)
+
+// A waiter whose listing showed only the holder ahead takes over on the
+// deletion event alone: no second listing.
+func TestMutexNextInLineTakesOverWithoutListing(t *testing.T) {
+	e := newEnv(t)
+	lock := e.path + "/lock"
+	ctx := ctxTimeout(t, time.Minute)
+	holder := zkrecipes.NewMutex(e.session(), lock)
+	must(t, holder.Lock(ctx), "holder: Lock")
+
+	s := e.session()
+	w := zkrecipes.NewMutex(s, lock)
+	base := e.watches()
+	got := async(func() error { return w.Lock(ctx) })
+	e.waitFor("the waiter to watch", func() bool { return e.watches() > base })
+	before := s.Stats()
+	must(t, holder.Unlock(ctx), "holder: Unlock")
+	must(t, result(t, got, "waiter's Lock"), "waiter: Lock")
+	if d := s.Stats().Listings - before.Listings; d != 0 {
+		t.Errorf("the waiter next in line listed the queue %d times after the holder left, want 0", d)
+	}
+	if w.Token() == 0 {
+		t.Error("Token() = 0 while held")
+	}
+	must(t, w.Unlock(ctx), "waiter: Unlock")
+	e.empty(lock)
+}
+
+// A waiter whose watched node leaves while an earlier one still holds must
+// not take the lock: the node it watched was not the last ahead of it.
+func TestMutexWaiterAheadLeaves(t *testing.T) {
+	e := newEnv(t)
+	lock := e.path + "/lock"
+	ctx := ctxTimeout(t, time.Minute)
+	holder := zkrecipes.NewMutex(e.session(), lock)
+	must(t, holder.Lock(ctx), "holder: Lock")
+
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	base := e.watches()
+	middle := async(func() error { return zkrecipes.NewMutex(e.session(), lock).Lock(cctx) })
+	e.waitFor("the middle waiter to watch", func() bool { return e.watches() == base+1 })
+	s := e.session()
+	last := zkrecipes.NewMutex(s, lock)
+	got := async(func() error { return last.Lock(ctx) })
+	e.waitFor("the last waiter to watch", func() bool { return e.watches() == base+2 })
+
+	before := s.Stats()
+	cancel()
+	if err := result(t, middle, "middle waiter's Lock"); err == nil {
+		t.Fatal("the middle waiter's Lock succeeded after cancel")
+	}
+	// The last waiter hears of the deletion, lists again and watches the
+	// holder; until the holder leaves it must still be waiting.
+	e.waitFor("the last waiter to list again", func() bool {
+		select {
+		case err := <-got:
+			t.Fatalf("the last waiter's Lock returned (err=%v) while the holder holds", err)
+		default:
+		}
+		return s.Stats().Listings > before.Listings
+	})
+	blocked(t, got, "the last waiter's Lock")
+	must(t, holder.Unlock(ctx), "holder: Unlock")
+	must(t, result(t, got, "last waiter's Lock"), "last waiter: Lock")
+	must(t, last.Unlock(ctx), "last waiter: Unlock")
+	e.empty(lock)
+}
+
+// Tokens keep increasing when the lock path is deleted and made again (the
+// sequence numbers restart there; zxids do not).
+func TestMutexTokenAcrossRecreatedPath(t *testing.T) {
+	e := newEnv(t)
+	lock := e.path + "/lock"
+	ctx := ctxTimeout(t, time.Minute)
+	m := zkrecipes.NewMutex(e.session(), lock)
+	must(t, m.Lock(ctx), "Lock")
+	first := m.Token()
+	must(t, m.Unlock(ctx), "Unlock")
+	must(t, e.admin.Delete(lock, -1), "delete the lock path")
+	must(t, m.Lock(ctx), "Lock again")
+	if m.Token() <= first {
+		t.Errorf("token %d after the path was made again, not above the first %d", m.Token(), first)
+	}
+	must(t, m.Unlock(ctx), "Unlock")
+}
