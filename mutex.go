@@ -66,8 +66,9 @@ func (m *Mutex) Requeue(ctx context.Context) error {
 
 // Token returns the fencing token of the current holding, or 0 when the lock
 // is not held. Tokens strictly increase from one holder of the path to the
-// next (a token is the czxid of the holder's node: the zxid of its creation;
-// holders hold in creation order), so a resource guarded by the lock can refuse any
+// next (a token is a zxid at or after the creation of the holder's node and
+// before the creation of any node queued behind it; holders hold in queue
+// order), so a resource guarded by the lock can refuse any
 // request carrying a token lower than the highest it has seen: a holder
 // that lost the lock without knowing it cannot then overwrite its
 // successor's work.

@@ -118,11 +118,22 @@ func (s *Session) cleanupContext(parent context.Context) (context.Context, conte
 
 // children lists p's children, retrying across connection loss.
 func (s *Session) children(ctx context.Context, p string) ([]string, error) {
-	return retry(ctx, s, func(c *zk.Conn) ([]string, error) {
+	kids, _, err := s.childrenStat(ctx, p)
+	return kids, err
+}
+
+// childrenStat lists p's children and returns p's Stat with them.
+func (s *Session) childrenStat(ctx context.Context, p string) ([]string, *zk.Stat, error) {
+	type listing struct {
+		kids []string
+		st   *zk.Stat
+	}
+	l, err := retry(ctx, s, func(c *zk.Conn) (listing, error) {
 		s.stats.listings.Add(1)
-		kids, _, err := c.Children(p)
-		return kids, err
+		kids, st, err := c.Children(p)
+		return listing{kids, st}, err
 	})
+	return l.kids, l.st, err
 }
 
 // stat returns p's Stat, or an error wrapping zk.ErrNoNode.

@@ -125,11 +125,22 @@ func (t *ticket) path() string {
 
 // contenders lists the queue, sorted by sequence number.
 func (q *queue) contenders(ctx context.Context) ([]contender, error) {
-	kids, err := q.s.children(ctx, q.dir)
+	cs, _, err := q.listing(ctx)
+	return cs, err
+}
+
+// listing lists the queue, sorted by sequence number, with the zxid of the
+// last change to it (the parent's pzxid).
+func (q *queue) listing(ctx context.Context) ([]contender, int64, error) {
+	kids, st, err := q.s.childrenStat(ctx, q.dir)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return q.sorted(kids)
+	cs, err := q.sorted(kids)
+	if err != nil {
+		return nil, 0, err
+	}
+	return cs, st.Pzxid, nil
 }
 
 func (q *queue) sorted(kids []string) ([]contender, error) {
@@ -284,40 +295,33 @@ func (t *ticket) find(ctx context.Context) (string, error) {
 // (the server answered on our session), or, after a connection loss, find
 // checked its ephemeralOwner.
 //
-// The fencing token is the node's czxid, the zxid of its creation, read
-// alongside the first listing. Holders hold in queue order and a later node
-// has a later czxid, so tokens strictly increase from one holder to the
-// next, even when the path is deleted and made again (zxids never repeat).
+// The fencing token is a zxid that orders tickets as the queue does, so
+// tokens strictly increase from one holder to the next (holders hold in
+// queue order), even when the path is deleted and made again (zxids never
+// repeat). When the first listing shows no contender after the ticket, it is
+// that listing's pzxid: at least the node's czxid (the listing came after
+// the create), and below the czxid of every later contender (they were
+// created after the listing). Otherwise it is the node's czxid, read with
+// one stat. Either way it lies between the node's czxid and the next
+// contender's.
 func (t *ticket) wait(ctx context.Context, try bool) error {
 	s, q := t.q.s, t.q
-	type statResult struct {
-		st  *zk.Stat
-		err error
-	}
-	own := make(chan statResult, 1)
-	go func() {
-		st, err := s.stat(ctx, t.path())
-		own <- statResult{st, err}
-	}()
-	first := true
 	for {
-		cs, err := q.contenders(ctx)
-		i := slices.IndexFunc(cs, func(c contender) bool { return c.name == t.name })
-		if first {
-			first = false
-			r := <-own
-			switch {
-			case err != nil:
-			case errors.Is(r.err, zk.ErrNoNode):
-				i = -1
-			case r.err != nil:
-				err = r.err
-			default:
-				t.token = r.st.Czxid
-			}
-		}
+		cs, pzxid, err := q.listing(ctx)
 		if err != nil {
 			return err
+		}
+		i := slices.IndexFunc(cs, func(c contender) bool { return c.name == t.name })
+		if i >= 0 && t.token == 0 {
+			if i == len(cs)-1 {
+				t.token = pzxid
+			} else if st, err := s.stat(ctx, t.path()); err == nil {
+				t.token = st.Czxid
+			} else if errors.Is(err, zk.ErrNoNode) {
+				i = -1
+			} else {
+				return err
+			}
 		}
 		if i < 0 {
 			if err := s.Err(); err != nil {

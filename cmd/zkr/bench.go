@@ -20,6 +20,7 @@ type benchFlags struct {
 	acquisitions int
 	json         bool
 	chain        bool
+	rounds       int
 }
 
 func (a *app) newBenchCmd() *cobra.Command {
@@ -55,6 +56,7 @@ production server, and removes it at the end.`,
 		Example: `  zkr bench
   zkr bench --clients 1,10,100 --recipes zkrecipes,go-zookeeper
   zkr bench --chain --clients 10,500
+  zkr bench --rounds 4 --acquisitions 2000 --clients 10
   zkr bench --servers zk1:2181,zk2:2181,zk3:2181 --json > bench.json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -66,6 +68,7 @@ production server, and removes it at the end.`,
 	fl.StringVar(&f.recipes, "recipes", "zkrecipes,zkrecipes-requeue,go-zookeeper,floor", "comma-separated workloads: zkrecipes (Unlock, then Lock), zkrecipes-requeue (Mutex.Requeue), go-zookeeper, floor")
 	fl.IntVar(&f.acquisitions, "acquisitions", 0, "acquisitions per run (0: 2 per client, at least 200)")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON instead of a table")
+	fl.IntVar(&f.rounds, "rounds", 1, "measure each run in this many slices, interleaved with the other recipes' (a server's speed drifts during a run; 4 gives fairer comparisons)")
 	fl.BoolVar(&f.chain, "chain", false, "measure handoff time as the floor does (queued in advance, nobody queues again); default clients 10,100,500")
 	return cmd
 }
@@ -104,6 +107,9 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 	if f.acquisitions < 0 {
 		return usagef("--acquisitions %d: must not be negative", f.acquisitions)
 	}
+	if f.rounds < 1 {
+		return usagef("--rounds %d: must be at least 1", f.rounds)
+	}
 
 	sigs := catchSignals()
 	defer sigs.release()
@@ -120,19 +126,38 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 	}
 	defer stop()
 
+	// Each run is measured in f.rounds slices; slices of the recipes at one
+	// number of clients alternate, in an order that rotates.
 	var cases []benchCase
 	for _, n := range ns {
 		acq := f.acquisitions
 		if acq == 0 {
 			acq = max(200, 2*n)
 		}
-		for _, r := range recipes {
-			cases = append(cases, benchCase{recipe: r, clients: n, acquisitions: acq, chain: f.chain})
+		per := max(1, acq/f.rounds)
+		for r := range f.rounds {
+			for i := range recipes {
+				rec := recipes[(i+r)%len(recipes)]
+				cases = append(cases, benchCase{recipe: rec, clients: n, acquisitions: per, chain: f.chain})
+			}
 		}
 	}
-	results, err := a.measure(ctx, cmd, servers, cases)
+	parts, err := a.measure(ctx, cmd, servers, cases)
 	if err != nil {
 		return interrupted(err)
+	}
+	var results []bench.Result
+	for i := 0; i < len(parts); i += f.rounds * len(recipes) {
+		group := parts[i : i+f.rounds*len(recipes)]
+		for _, rec := range recipes {
+			var runs []bench.Result
+			for _, r := range group {
+				if r.Recipe == rec {
+					runs = append(runs, r)
+				}
+			}
+			results = append(results, bench.Merge(runs...))
+		}
 	}
 	stopSignals()
 	if f.json {

@@ -130,7 +130,7 @@ func TestDemoStartsServer(t *testing.T) {
 
 func TestBench(t *testing.T) {
 	servers(t)
-	r := zkr(t, "bench", "--clients", "1,3", "--acquisitions", "20", "--json")
+	r := zkr(t, "bench", "--clients", "1,3", "--acquisitions", "20", "--rounds", "2", "--json")
 	if r.code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
 	}
@@ -141,8 +141,8 @@ func TestBench(t *testing.T) {
 	var got []string
 	for _, run := range rep.Runs {
 		got = append(got, run.Recipe+"/"+strconv.Itoa(run.Contenders))
-		if run.PerSecond <= 0 || run.Handoff <= 0 {
-			t.Errorf("implausible run: %+v", run)
+		if run.PerSecond <= 0 || run.Handoff <= 0 || run.Acquisitions != 20 {
+			t.Errorf("implausible run (want 20 acquisitions, in two rounds): %+v", run)
 		}
 	}
 	want := "zkrecipes/1 zkrecipes-requeue/1 go-zookeeper/1 floor/1 zkrecipes/3 zkrecipes-requeue/3 go-zookeeper/3 floor/3"

@@ -35,6 +35,7 @@ func TestBadInput(t *testing.T) {
 		{"plot format", []string{"demo", "--plot", "herd.gif"}, exitUsage, "must end in .svg or .png"},
 		{"bad sweep", []string{"demo", "--sweep", "10,x"}, exitUsage, `"x" is not a positive number`},
 		{"bad recipe", []string{"bench", "--recipes", "zkrecipes,nope"}, exitUsage, `unknown workload "nope"`},
+		{"no rounds", []string{"bench", "--rounds", "0"}, exitUsage, "--rounds 0: must be at least 1"},
 		{"chain of one", []string{"bench", "--chain", "--clients", "1,10"}, exitUsage, "a --chain needs at least 2 clients"},
 		{"chain requeue", []string{"bench", "--chain", "--recipes", "zkrecipes-requeue"}, exitUsage, "cannot run as a --chain"},
 		{"bad servers", []string{"lock", "--servers", "a:1,,b:2", "/x", "--", "true"}, exitUsage, "empty address"},

@@ -46,6 +46,8 @@ type Result struct {
 	// Watch events delivered per release that had a waiter.
 	EventsPerRelease   float64 `json:"watch_events_per_release"`
 	ListingsPerRelease float64 `json:"listings_per_release"`
+
+	waits []time.Duration // each acquisition's wait, for Merge
 }
 
 // Recipes names the workloads Run knows.
@@ -204,6 +206,7 @@ func runLoop(ctx context.Context, recipe string, c contender, cfg Config) (Resul
 		EventsPerRelease:   perOrUnknown(sum.events, releases),
 		ListingsPerRelease: perOrUnknown(sum.listings, releases),
 	}
+	r.waits = waits
 	r.WaitP50, r.WaitP99 = percentile(waits, 0.50), percentile(waits, 0.99)
 	return r, nil
 }
@@ -221,6 +224,43 @@ func perOrUnknown(v int64, n float64) float64 {
 		return -1
 	}
 	return float64(v) / n
+}
+
+// Merge combines runs of one workload (one recipe, contender count and
+// mode), measured apart, into the result of one run of them all: times and
+// acquisitions add up, per-acquisition and per-release figures are averaged
+// weighted by each run's acquisitions, and the wait percentiles are those of
+// all the waits.
+func Merge(runs ...Result) Result {
+	if len(runs) == 0 {
+		return Result{}
+	}
+	m := Result{Recipe: runs[0].Recipe, Chain: runs[0].Chain, Contenders: runs[0].Contenders}
+	for _, r := range runs {
+		m.Elapsed += r.Elapsed
+		m.Acquisitions += r.Acquisitions
+		m.waits = append(m.waits, r.waits...)
+	}
+	n := float64(m.Acquisitions)
+	avg := func(field func(Result) float64) float64 {
+		var sum float64
+		for _, r := range runs {
+			if field(r) < 0 {
+				return -1 // not observable
+			}
+			sum += field(r) * float64(r.Acquisitions)
+		}
+		return sum / n
+	}
+	m.Listings = avg(func(r Result) float64 { return r.Listings })
+	m.Reads = avg(func(r Result) float64 { return r.Reads })
+	m.Events = avg(func(r Result) float64 { return r.Events })
+	m.EventsPerRelease = avg(func(r Result) float64 { return r.EventsPerRelease })
+	m.ListingsPerRelease = avg(func(r Result) float64 { return r.ListingsPerRelease })
+	m.PerSecond = n / m.Elapsed.Seconds()
+	m.Handoff = m.Elapsed / time.Duration(m.Acquisitions)
+	m.WaitP50, m.WaitP99 = percentile(m.waits, 0.50), percentile(m.waits, 0.99)
+	return m
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {
