@@ -2,36 +2,47 @@ package zkrecipes_test
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
 )
 
-// A waiter whose listing showed only the holder ahead takes over on the
-// deletion event alone: no second listing.
-func TestMutexNextInLineTakesOverWithoutListing(t *testing.T) {
+// A waiter whose own node another client deleted must not take the lock
+// when its predecessor leaves (its successor takes it): it fails with
+// ErrNodeLost.
+func TestMutexWaitingNodeDeleted(t *testing.T) {
 	e := newEnv(t)
 	lock := e.path + "/lock"
 	ctx := ctxTimeout(t, time.Minute)
 	holder := zkrecipes.NewMutex(e.session(), lock)
 	must(t, holder.Lock(ctx), "holder: Lock")
 
-	s := e.session()
-	w := zkrecipes.NewMutex(s, lock)
 	base := e.watches()
-	got := async(func() error { return w.Lock(ctx) })
-	e.waitFor("the waiter to watch", func() bool { return e.watches() > base })
-	before := s.Stats()
+	w := zkrecipes.NewMutex(e.session(), lock)
+	wc := async(func() error { return w.Lock(ctx) })
+	e.waitFor("w to watch", func() bool { return e.watches() == base+1 })
+	kids := e.children(lock) // the holder's node and w's, in no order
+	if len(kids) != 2 {
+		t.Fatalf("children %v, want the holder's and w's", kids)
+	}
+	bySeq := func(a, b string) int { return strings.Compare(a[len(a)-10:], b[len(b)-10:]) }
+	slices.SortFunc(kids, bySeq)
+	c := zkrecipes.NewMutex(e.session(), lock)
+	cc := async(func() error { return c.Lock(ctx) })
+	e.waitFor("c to watch", func() bool { return e.watches() == base+2 })
+
+	must(t, e.admin.Delete(lock+"/"+kids[1], -1), "delete w's node")
+	blocked(t, cc, "c's Lock")
 	must(t, holder.Unlock(ctx), "holder: Unlock")
-	must(t, result(t, got, "waiter's Lock"), "waiter: Lock")
-	if d := s.Stats().Listings - before.Listings; d != 0 {
-		t.Errorf("the waiter next in line listed the queue %d times after the holder left, want 0", d)
+	if err := result(t, wc, "w's Lock"); !errors.Is(err, zkrecipes.ErrNodeLost) {
+		t.Errorf("w's Lock after its node was deleted = %v, want ErrNodeLost", err)
 	}
-	if w.Token() == 0 {
-		t.Error("Token() = 0 while held")
-	}
-	must(t, w.Unlock(ctx), "waiter: Unlock")
+	must(t, result(t, cc, "c's Lock"), "c: Lock")
+	must(t, c.Unlock(ctx), "c: Unlock")
 	e.empty(lock)
 }
 

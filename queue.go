@@ -56,18 +56,6 @@ func blocker(q []contender, i int) int {
 	return -1
 }
 
-// blockers returns the names of all the contenders that block q[i], in queue
-// order.
-func blockers(q []contender, i int) []string {
-	var names []string
-	for _, c := range q[:i] {
-		if blocks(c, q[i].reader) {
-			names = append(names, c.name)
-		}
-	}
-	return names
-}
-
 type contender struct {
 	name   string
 	seq    int32
@@ -282,14 +270,13 @@ func (t *ticket) find(ctx context.Context) (string, error) {
 // wait blocks until the ticket holds. With try, it returns ErrLocked instead
 // of waiting.
 //
-// It lists the queue, and watches the nearest node that blocks the ticket.
-// When that node goes, the ticket lists again — unless the listing showed
-// no other blocker. Sequence numbers only grow, so nodes created later never
-// block the ticket: the blockers a listing shows are all it will ever have,
-// and once the last of them is deleted the ticket holds. A waiter next in
-// line then takes over on the deletion event alone, without a read. A
-// blocker already gone when watched (deleted between the listing and the
-// watch) fails the watch with zk.ErrNoNode, and the queue is listed again.
+// It lists the queue, and watches the nearest node that blocks the ticket,
+// with a read that fails if that node is already gone (then it lists
+// again: nothing slips between listing and watching). When the watched node
+// goes, it lists again: that listing is what shows both that no blocker is
+// left and that the ticket's own node is still there. A listing without
+// the node (deleted by another client, say) ends the wait with ErrNodeLost
+// instead of a holding nobody owns.
 //
 // The node is known to be this session's: either our own create returned it
 // (the server answered on our session), or, after a connection loss, find
@@ -306,46 +293,48 @@ func (t *ticket) find(ctx context.Context) (string, error) {
 // contender's.
 func (t *ticket) wait(ctx context.Context, try bool) error {
 	s, q := t.q.s, t.q
+	lost := func() error {
+		if err := s.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %s", ErrNodeLost, t.path())
+	}
 	for {
 		cs, pzxid, err := q.listing(ctx)
 		if err != nil {
 			return err
 		}
 		i := slices.IndexFunc(cs, func(c contender) bool { return c.name == t.name })
-		if i >= 0 && t.token == 0 {
+		if i < 0 {
+			return lost()
+		}
+		b := blocker(cs, i)
+		if b >= 0 && try {
+			return ErrLocked
+		}
+		if t.token == 0 {
 			if i == len(cs)-1 {
 				t.token = pzxid
 			} else if st, err := s.stat(ctx, t.path()); err == nil {
 				t.token = st.Czxid
 			} else if errors.Is(err, zk.ErrNoNode) {
-				i = -1
+				return lost()
 			} else {
 				return err
 			}
 		}
-		if i < 0 {
-			if err := s.Err(); err != nil {
-				return err
-			}
-			return fmt.Errorf("%w: %s", ErrNodeLost, t.path())
-		}
-		ahead := blockers(cs, i)
-		if len(ahead) == 0 {
+		if b < 0 {
 			return nil
 		}
-		if try {
-			return ErrLocked
-		}
-		held, err := t.await(ctx, q.dir+"/"+ahead[len(ahead)-1])
-		if err != nil || (held && len(ahead) == 1) {
+		if err := t.await(ctx, q.dir+"/"+cs[b].name); err != nil {
 			return err
 		}
 	}
 }
 
-// await watches pred until it is deleted, and reports whether the deletion
-// was seen (false: pred was already gone when watched).
-func (t *ticket) await(ctx context.Context, pred string) (bool, error) {
+// await watches pred until it is deleted, or returns at once if it is
+// already gone.
+func (t *ticket) await(ctx context.Context, pred string) error {
 	s, q := t.q.s, t.q
 	for {
 		if q.beforeWatch != nil {
@@ -353,22 +342,22 @@ func (t *ticket) await(ctx context.Context, pred string) (bool, error) {
 		}
 		_, ch, err := s.getDataW(ctx, pred)
 		if errors.Is(err, zk.ErrNoNode) {
-			return false, nil
+			return nil
 		}
 		if err != nil {
-			return false, err
+			return err
 		}
 		select {
 		case ev := <-ch:
 			if ev.Type == zk.EventNodeDeleted {
-				return true, nil
+				return nil
 			}
 			// Its data changed, or the watch ended (the connection
 			// closed): watch it again, or fail with the session's error.
 		case <-ctx.Done():
-			return false, ctx.Err()
+			return ctx.Err()
 		case <-s.done:
-			return false, s.Err()
+			return s.Err()
 		}
 	}
 }
