@@ -113,22 +113,11 @@ func (t *ticket) path() string {
 
 // contenders lists the queue, sorted by sequence number.
 func (q *queue) contenders(ctx context.Context) ([]contender, error) {
-	cs, _, err := q.listing(ctx)
-	return cs, err
-}
-
-// listing lists the queue, sorted by sequence number, with the zxid of the
-// last change to it (the parent's pzxid).
-func (q *queue) listing(ctx context.Context) ([]contender, int64, error) {
-	kids, st, err := q.s.childrenStat(ctx, q.dir)
+	kids, err := q.s.children(ctx, q.dir)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	cs, err := q.sorted(kids)
-	if err != nil {
-		return nil, 0, err
-	}
-	return cs, st.Pzxid, nil
+	return q.sorted(kids)
 }
 
 func (q *queue) sorted(kids []string) ([]contender, error) {
@@ -300,21 +289,23 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 		return fmt.Errorf("%w: %s", ErrNodeLost, t.path())
 	}
 	for {
-		cs, pzxid, err := q.listing(ctx)
+		kids, parent, err := s.childrenStat(ctx, q.dir)
 		if err != nil {
 			return err
 		}
-		i := slices.IndexFunc(cs, func(c contender) bool { return c.name == t.name })
-		if i < 0 {
+		p, err := t.locate(kids)
+		if err != nil {
+			return err
+		}
+		if !p.listed {
 			return lost()
 		}
-		b := blocker(cs, i)
-		if b >= 0 && try {
+		if p.blocker != "" && try {
 			return ErrLocked
 		}
 		if t.token == 0 {
-			if i == len(cs)-1 {
-				t.token = pzxid
+			if p.last {
+				t.token = parent.Pzxid
 			} else if st, err := s.stat(ctx, t.path()); err == nil {
 				t.token = st.Czxid
 			} else if errors.Is(err, zk.ErrNoNode) {
@@ -323,13 +314,50 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 				return err
 			}
 		}
-		if b < 0 {
+		if p.blocker == "" {
 			return nil
 		}
-		if err := t.await(ctx, q.dir+"/"+cs[b].name); err != nil {
+		if err := t.await(ctx, q.dir+"/"+p.blocker); err != nil {
 			return err
 		}
 	}
+}
+
+// place is where a ticket stands in one listing of its queue.
+type place struct {
+	listed  bool   // the ticket's node is in the listing
+	blocker string // the nearest earlier contender that blocks it; "" if none: it holds
+	last    bool   // no contender is queued after it
+}
+
+// locate finds the ticket's place in a listing in one pass, without sorting
+// it (a waiter does this on every wake-up, over the whole queue). It finds
+// what blocker would in the sorted queue.
+func (t *ticket) locate(kids []string) (place, error) {
+	me, ok := parseContender(t.name, t.q.kinds)
+	switch {
+	case !ok:
+		return place{}, fmt.Errorf("zkrecipes: %s: not a contender node name", t.path())
+	case me.seq < 0:
+		return place{}, fmt.Errorf("%w under %s (node %s)", ErrSequenceWrapped, t.q.dir, t.name)
+	}
+	p := place{last: true}
+	var nearest int32 = -1
+	for _, k := range kids {
+		c, ok := parseContender(k, t.q.kinds)
+		switch {
+		case !ok:
+		case c.seq < 0:
+			return place{}, fmt.Errorf("%w under %s (node %s)", ErrSequenceWrapped, t.q.dir, k)
+		case k == t.name:
+			p.listed = true
+		case c.seq > me.seq:
+			p.last = false
+		case blocks(c, me.reader) && c.seq > nearest:
+			nearest, p.blocker = c.seq, k
+		}
+	}
+	return p, nil
 }
 
 // await watches pred until it is deleted, or returns at once if it is

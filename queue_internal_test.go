@@ -2,6 +2,8 @@ package zkrecipes
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -48,6 +50,61 @@ func TestSequenceWrapDetected(t *testing.T) {
 		_, err := q.sorted([]string{"_c_x-lock-2147483647", wrapped})
 		if !errors.Is(err, ErrSequenceWrapped) {
 			t.Errorf("sorted with %s = %v, want ErrSequenceWrapped", wrapped, err)
+		}
+	}
+}
+
+// locate finds, in one pass over an unsorted listing, what the sorted queue
+// and blocker say: whether the ticket is listed, the contender it waits for,
+// and whether any contender follows it.
+func TestLocateAgreesWithSortedQueue(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	markers := []string{"_c_x-lock-", "_c_x-__READ__", "_c_x-__WRIT__", "k__rlock__", "k__lock__", "leases", "_c_x-latch-"}
+	q := &queue{dir: "/l", kinds: lockKinds}
+	for round := range 2000 {
+		var kids []string
+		for seq := range 1 + rng.IntN(12) {
+			if rng.IntN(4) == 0 {
+				continue // deleted
+			}
+			kids = append(kids, fmt.Sprintf("%s%010d", markers[rng.IntN(len(markers))], seq))
+		}
+		rng.Shuffle(len(kids), func(i, j int) { kids[i], kids[j] = kids[j], kids[i] })
+		cs, err := q.sorted(kids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) == 0 {
+			continue
+		}
+		i := rng.IntN(len(cs))
+		tk := &ticket{q: q, name: cs[i].name}
+		if rng.IntN(5) == 0 { // a ticket no longer listed
+			tk.name = fmt.Sprintf("_c_y-lock-%010d", 100+round)
+			i = -1
+		}
+		got, err := tk.locate(kids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := place{listed: i >= 0}
+		if i >= 0 {
+			if b := blocker(cs, i); b >= 0 {
+				want.blocker = cs[b].name
+			}
+			want.last = i == len(cs)-1
+		} else {
+			want.last = true // every listed contender precedes seq 100+
+			r, _ := parseContender(tk.name, lockKinds)
+			for j := len(cs) - 1; j >= 0; j-- {
+				if blocks(cs[j], r.reader) {
+					want.blocker = cs[j].name
+					break
+				}
+			}
+		}
+		if got != want {
+			t.Fatalf("listing %v, ticket %s: locate = %+v, sorted queue says %+v", kids, tk.name, got, want)
 		}
 	}
 }
