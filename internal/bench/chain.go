@@ -136,10 +136,18 @@ func chainRound(ctx context.Context, cfg Config, clients []client) (time.Duratio
 	return elapsed, nil
 }
 
-// watches is the number of watches the first server holds, if it answers
+// watches is the number of watches all the servers hold, if they answer
 // the four-letter word "wchs".
 func watches(ctx context.Context, servers []string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return zktest.Watches(ctx, servers[0])
+	total := 0
+	for _, addr := range servers {
+		n, err := zktest.Watches(ctx, addr)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
 }
