@@ -71,23 +71,20 @@ func compare(b *testing.B, contenders int, chain bool, recipes ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	per := max(b.N/rounds, contenders)
-	runs := make(map[string][]bench.Result, len(recipes))
-	for r := range rounds {
-		for i := range recipes {
-			recipe := recipes[(i+r)%len(recipes)]
-			path := fmt.Sprintf("/bench/%s-%d-%d", recipe, contenders, time.Now().UnixNano())
-			res, err := bench.Run(ctx, recipe, bench.Config{
-				Servers: shared.Addrs(), Path: path, Contenders: contenders, Acquisitions: per, Chain: chain,
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			runs[recipe] = append(runs[recipe], res)
+	var runs []bench.Result
+	for _, recipe := range bench.Interleave(recipes, rounds) {
+		path := fmt.Sprintf("/bench/%s-%d-%d", recipe, contenders, time.Now().UnixNano())
+		res, err := bench.Run(ctx, recipe, bench.Config{
+			Servers: shared.Addrs(), Path: path, Contenders: contenders, Acquisitions: per, Chain: chain,
+		})
+		if err != nil {
+			b.Fatal(err)
 		}
+		runs = append(runs, res)
 	}
 	total := make(map[string]bench.Result, len(recipes))
-	for recipe, rs := range runs {
-		total[recipe] = bench.Merge(rs...)
+	for _, r := range bench.MergeEach(runs, recipes) {
+		total[r.Recipe] = r
 	}
 	perSec := func(recipe string) float64 { return total[recipe].PerSecond }
 	ours := total["zkrecipes"]

@@ -126,20 +126,17 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 	}
 	defer stop()
 
-	// Each run is measured in f.rounds slices; slices of the recipes at one
-	// number of clients alternate, in an order that rotates.
+	// Each run is measured in f.rounds slices, interleaved with the other
+	// recipes' at the same number of clients.
+	order := bench.Interleave(recipes, f.rounds)
 	var cases []benchCase
 	for _, n := range ns {
 		acq := f.acquisitions
 		if acq == 0 {
 			acq = max(200, 2*n)
 		}
-		per := max(1, acq/f.rounds)
-		for r := range f.rounds {
-			for i := range recipes {
-				rec := recipes[(i+r)%len(recipes)]
-				cases = append(cases, benchCase{recipe: rec, clients: n, acquisitions: per, chain: f.chain})
-			}
+		for _, rec := range order {
+			cases = append(cases, benchCase{recipe: rec, clients: n, acquisitions: max(1, acq/f.rounds), chain: f.chain})
 		}
 	}
 	parts, err := a.measure(ctx, cmd, servers, cases)
@@ -147,17 +144,8 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 		return interrupted(err)
 	}
 	var results []bench.Result
-	for i := 0; i < len(parts); i += f.rounds * len(recipes) {
-		group := parts[i : i+f.rounds*len(recipes)]
-		for _, rec := range recipes {
-			var runs []bench.Result
-			for _, r := range group {
-				if r.Recipe == rec {
-					runs = append(runs, r)
-				}
-			}
-			results = append(results, bench.Merge(runs...))
-		}
+	for i := 0; i < len(parts); i += len(order) {
+		results = append(results, bench.MergeEach(parts[i:i+len(order)], recipes)...)
 	}
 	stopSignals()
 	if f.json {

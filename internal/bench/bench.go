@@ -105,26 +105,54 @@ type counts struct {
 	listings, reads, events int64 // -1: not observable
 }
 
-// runLoop has every contender lock and unlock in a loop until the run's
-// acquisitions are used up.
-func runLoop(ctx context.Context, recipe string, c contender, cfg Config) (Result, error) {
-	clients := make([]client, 0, cfg.Contenders)
-	defer func() {
-		for _, cl := range clients {
-			cl.close()
-		}
-	}()
+// fleet is the clients of one run, with their counts when it started.
+type fleet struct {
+	clients []client
+	before  []counts
+}
+
+// openFleet opens cfg.Contenders clients of c; on error none stays open.
+func openFleet(ctx context.Context, c contender, cfg Config) (*fleet, error) {
+	f := &fleet{}
 	for range cfg.Contenders {
 		cl, err := c.open(ctx, cfg)
 		if err != nil {
-			return Result{}, err
+			f.close()
+			return nil, err
 		}
-		clients = append(clients, cl)
+		f.clients = append(f.clients, cl)
+		f.before = append(f.before, cl.counts())
 	}
-	before := make([]counts, len(clients))
-	for i, cl := range clients {
-		before[i] = cl.counts()
+	return f, nil
+}
+
+// counted sums what the clients counted since the fleet was opened.
+func (f *fleet) counted() counts {
+	var sum counts
+	for i, cl := range f.clients {
+		a, b := cl.counts(), f.before[i]
+		sum.listings = addKnown(sum.listings, a.listings, b.listings)
+		sum.reads = addKnown(sum.reads, a.reads, b.reads)
+		sum.events = addKnown(sum.events, a.events, b.events)
 	}
+	return sum
+}
+
+func (f *fleet) close() {
+	for _, cl := range f.clients {
+		cl.close()
+	}
+}
+
+// runLoop has every contender lock and unlock in a loop until the run's
+// acquisitions are used up.
+func runLoop(ctx context.Context, recipe string, c contender, cfg Config) (Result, error) {
+	f, err := openFleet(ctx, c, cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	defer f.close()
+	clients := f.clients
 
 	var (
 		budget   atomic.Int64
@@ -179,13 +207,7 @@ func runLoop(ctx context.Context, recipe string, c contender, cfg Config) (Resul
 	if firstErr != nil {
 		return Result{}, firstErr
 	}
-	var sum counts
-	for i, cl := range clients {
-		a, b := cl.counts(), before[i]
-		sum.listings = addKnown(sum.listings, a.listings, b.listings)
-		sum.reads = addKnown(sum.reads, a.reads, b.reads)
-		sum.events = addKnown(sum.events, a.events, b.events)
-	}
+	sum := f.counted()
 	n := float64(cfg.Acquisitions)
 	// Every release but the last of the run had someone waiting, when
 	// there was more than one contender.
@@ -261,6 +283,36 @@ func Merge(runs ...Result) Result {
 	m.Handoff = m.Elapsed / time.Duration(m.Acquisitions)
 	m.WaitP50, m.WaitP99 = percentile(m.waits, 0.50), percentile(m.waits, 0.99)
 	return m
+}
+
+// Interleave returns the order in which to measure recipes in rounds slices
+// each: every round runs each recipe once, in an order that rotates from
+// round to round, so that a server whose speed drifts during the runs (its
+// JIT compiler, its log, the disk) favours none of them.
+func Interleave(recipes []string, rounds int) []string {
+	order := make([]string, 0, rounds*len(recipes))
+	for r := range rounds {
+		for i := range recipes {
+			order = append(order, recipes[(i+r)%len(recipes)])
+		}
+	}
+	return order
+}
+
+// MergeEach merges the results of each of recipes (see Merge), in the order
+// of recipes.
+func MergeEach(results []Result, recipes []string) []Result {
+	merged := make([]Result, 0, len(recipes))
+	for _, recipe := range recipes {
+		var runs []Result
+		for _, r := range results {
+			if r.Recipe == recipe {
+				runs = append(runs, r)
+			}
+		}
+		merged = append(merged, Merge(runs...))
+	}
+	return merged
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {

@@ -19,23 +19,12 @@ func runChain(ctx context.Context, recipe string, c contender, cfg Config) (Resu
 	if cfg.Contenders < 2 {
 		return Result{}, fmt.Errorf("bench: a chain needs at least two contenders (got %d)", cfg.Contenders)
 	}
-	clients := make([]client, 0, cfg.Contenders)
-	defer func() {
-		for _, cl := range clients {
-			cl.close()
-		}
-	}()
-	for range cfg.Contenders {
-		cl, err := c.open(ctx, cfg)
-		if err != nil {
-			return Result{}, err
-		}
-		clients = append(clients, cl)
+	f, err := openFleet(ctx, c, cfg)
+	if err != nil {
+		return Result{}, err
 	}
-	before := make([]counts, len(clients))
-	for i, cl := range clients {
-		before[i] = cl.counts()
-	}
+	defer f.close()
+	clients := f.clients
 	var elapsed time.Duration
 	done := 0
 	for done < cfg.Acquisitions {
@@ -50,13 +39,7 @@ func runChain(ctx context.Context, recipe string, c contender, cfg Config) (Resu
 			cfg.Progress(done)
 		}
 	}
-	var sum counts
-	for i, cl := range clients {
-		a, b := cl.counts(), before[i]
-		sum.listings = addKnown(sum.listings, a.listings, b.listings)
-		sum.reads = addKnown(sum.reads, a.reads, b.reads)
-		sum.events = addKnown(sum.events, a.events, b.events)
-	}
+	sum := f.counted()
 	// Every acquisition after the first of a round is a handoff; the
 	// counts include the untimed first one of each round.
 	acq := float64(done)
