@@ -66,12 +66,13 @@ func (m *Mutex) Requeue(ctx context.Context) error {
 
 // Token returns the fencing token of the current holding, or 0 when the lock
 // is not held. Tokens strictly increase from one holder of the path to the
-// next (a token is a zxid at or after the creation of the holder's node and
-// before the creation of any node queued behind it; holders hold in queue
-// order), so a resource guarded by the lock can refuse any
-// request carrying a token lower than the highest it has seen: a holder
-// that lost the lock without knowing it cannot then overwrite its
-// successor's work.
+// next, also across a deletion and re-creation of the path: a token is the
+// zxid of the last change to the path's children when the holder found it
+// held, which comes after the release (or expiry) of every holder before it.
+// So a resource guarded by the lock can refuse any request carrying a token
+// lower than the highest it has seen: a holder that lost the lock without
+// knowing it cannot then overwrite its successor's work. Reading the token
+// costs no request.
 func (m *Mutex) Token() int64 { return m.st.token() }
 
 // Lost returns a channel that is closed when the current holding is void:

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -65,24 +65,52 @@ type contender struct {
 // parseContender recognises a contender node name of one of kinds: a marker
 // followed by the sequence number, which ZooKeeper writes as %010d: ten
 // digits, or, once the counter has wrapped, a minus sign and nine or ten
-// digits.
+// digits. Waiters parse every name of the queue on each wake-up, so this
+// reads the digits itself rather than through strconv.
 func parseContender(name string, kinds []kind) (contender, bool) {
 	for _, width := range []int{10, 11} {
 		if len(name) < width {
 			continue
 		}
 		head, tail := name[:len(name)-width], name[len(name)-width:]
-		seq, err := strconv.ParseInt(tail, 10, 32)
-		if err != nil || (width == 11 && seq >= 0) {
+		seq, ok := parseSeq(tail)
+		if !ok || (width == 11 && seq >= 0) {
 			continue
 		}
 		for _, k := range kinds {
 			if strings.HasSuffix(head, k.marker) {
-				return contender{name: name, seq: int32(seq), reader: k.reader}, true
+				return contender{name: name, seq: seq, reader: k.reader}, true
 			}
 		}
 	}
 	return contender{}, false
+}
+
+// parseSeq reads a decimal int32 of at most ten digits, with an optional
+// leading minus sign.
+func parseSeq(s string) (int32, bool) {
+	neg := len(s) > 0 && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	if s == "" || len(s) > 10 {
+		return 0, false
+	}
+	var v int64
+	for i := 0; i < len(s); i++ {
+		d := s[i] - '0'
+		if d > 9 {
+			return 0, false
+		}
+		v = v*10 + int64(d)
+	}
+	if neg {
+		v = -v
+	}
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return 0, false
+	}
+	return int32(v), true
 }
 
 // queue is one recipe path and the names that count as contenders there.
@@ -271,15 +299,14 @@ func (t *ticket) find(ctx context.Context) (string, error) {
 // (the server answered on our session), or, after a connection loss, find
 // checked its ephemeralOwner.
 //
-// The fencing token is a zxid that orders tickets as the queue does, so
-// tokens strictly increase from one holder to the next (holders hold in
-// queue order), even when the path is deleted and made again (zxids never
-// repeat). When the first listing shows no contender after the ticket, it is
-// that listing's pzxid: at least the node's czxid (the listing came after
-// the create), and below the czxid of every later contender (they were
-// created after the listing). Otherwise it is the node's czxid, read with
-// one stat. Either way it lies between the node's czxid and the next
-// contender's.
+// The fencing token is the pzxid of the listing that shows no blocker: the
+// zxid of the last change to the queue's children when the ticket was found
+// holding. Each holder's listing came after the deletion of every node that
+// blocked it, and a deletion is such a change, so a holder's token is above
+// the zxid at which each earlier holder it waited for let go, and so above
+// that holder's token (taken while it still held). Tokens therefore
+// strictly increase from one holder to the next, even when the path is
+// deleted and made again (zxids never repeat), without a read of their own.
 func (t *ticket) wait(ctx context.Context, try bool) error {
 	s, q := t.q.s, t.q
 	lost := func() error {
@@ -300,22 +327,12 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 		if !p.listed {
 			return lost()
 		}
-		if p.blocker != "" && try {
-			return ErrLocked
-		}
-		if t.token == 0 {
-			if p.last {
-				t.token = parent.Pzxid
-			} else if st, err := s.stat(ctx, t.path()); err == nil {
-				t.token = st.Czxid
-			} else if errors.Is(err, zk.ErrNoNode) {
-				return lost()
-			} else {
-				return err
-			}
-		}
 		if p.blocker == "" {
+			t.token = parent.Pzxid
 			return nil
+		}
+		if try {
+			return ErrLocked
 		}
 		if err := t.await(ctx, q.dir+"/"+p.blocker); err != nil {
 			return err
@@ -327,7 +344,6 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 type place struct {
 	listed  bool   // the ticket's node is in the listing
 	blocker string // the nearest earlier contender that blocks it; "" if none: it holds
-	last    bool   // no contender is queued after it
 }
 
 // locate finds the ticket's place in a listing in one pass, without sorting
@@ -341,7 +357,7 @@ func (t *ticket) locate(kids []string) (place, error) {
 	case me.seq < 0:
 		return place{}, fmt.Errorf("%w under %s (node %s)", ErrSequenceWrapped, t.q.dir, t.name)
 	}
-	p := place{last: true}
+	var p place
 	var nearest int32 = -1
 	for _, k := range kids {
 		c, ok := parseContender(k, t.q.kinds)
@@ -351,9 +367,7 @@ func (t *ticket) locate(kids []string) (place, error) {
 			return place{}, fmt.Errorf("%w under %s (node %s)", ErrSequenceWrapped, t.q.dir, k)
 		case k == t.name:
 			p.listed = true
-		case c.seq > me.seq:
-			p.last = false
-		case blocks(c, me.reader) && c.seq > nearest:
+		case c.seq < me.seq && c.seq > nearest && blocks(c, me.reader):
 			nearest, p.blocker = c.seq, k
 		}
 	}

@@ -55,8 +55,8 @@ func TestSequenceWrapDetected(t *testing.T) {
 }
 
 // locate finds, in one pass over an unsorted listing, what the sorted queue
-// and blocker say: whether the ticket is listed, the contender it waits for,
-// and whether any contender follows it.
+// and blocker say: whether the ticket is listed and the contender it waits
+// for.
 func TestLocateAgreesWithSortedQueue(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	markers := []string{"_c_x-lock-", "_c_x-__READ__", "_c_x-__WRIT__", "k__rlock__", "k__lock__", "leases", "_c_x-latch-"}
@@ -92,9 +92,7 @@ func TestLocateAgreesWithSortedQueue(t *testing.T) {
 			if b := blocker(cs, i); b >= 0 {
 				want.blocker = cs[b].name
 			}
-			want.last = i == len(cs)-1
 		} else {
-			want.last = true // every listed contender precedes seq 100+
 			r, _ := parseContender(tk.name, lockKinds)
 			for j := len(cs) - 1; j >= 0; j-- {
 				if blocks(cs[j], r.reader) {
@@ -105,6 +103,53 @@ func TestLocateAgreesWithSortedQueue(t *testing.T) {
 		}
 		if got != want {
 			t.Fatalf("listing %v, ticket %s: locate = %+v, sorted queue says %+v", kids, tk.name, got, want)
+		}
+	}
+}
+
+// A waiter locates itself in the whole listing on every wake-up; this is
+// its cost with 500 contenders (Curator-style names).
+func BenchmarkLocate500(b *testing.B) {
+	q := &queue{dir: "/l", kinds: lockKinds}
+	kids := make([]string, 500)
+	for i := range kids {
+		kids[i] = fmt.Sprintf("_c_%08x-1111-2222-3333-444444444444-lock-%010d", i, 1000+i)
+	}
+	rand.New(rand.NewPCG(3, 4)).Shuffle(len(kids), func(i, j int) { kids[i], kids[j] = kids[j], kids[i] })
+	tk := &ticket{q: q, name: fmt.Sprintf("_c_%08x-1111-2222-3333-444444444444-lock-%010d", 400, 1400)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if p, err := tk.locate(kids); err != nil || !p.listed || p.blocker == "" {
+			b.Fatal(p, err)
+		}
+	}
+}
+
+// Sequence suffixes are read as ZooKeeper writes them (%010d), and nothing
+// else passes for one.
+func TestParseSeq(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int32
+		ok   bool
+	}{
+		{"0000000000", 0, true},
+		{"0000000042", 42, true},
+		{"2147483647", 2147483647, true},
+		{"-000000001", -1, true},
+		{"-2147483648", -2147483648, true},
+		{"2147483648", 0, false},
+		{"-2147483649", 0, false},
+		{"9999999999", 0, false},
+		{"00000000x5", 0, false},
+		{"+000000001", 0, false},
+		{"-", 0, false},
+		{"", 0, false},
+		{"12345678901", 0, false},
+	} {
+		got, ok := parseSeq(c.in)
+		if got != c.want || ok != c.ok {
+			t.Errorf("parseSeq(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
 		}
 	}
 }
