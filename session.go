@@ -286,9 +286,10 @@ func (s *Session) connected() {
 	switch {
 	case s.void:
 		s.void = false
-		s.log.Warn("zookeeper session reconnected after holdings were reported lost", "session", fmt.Sprintf("0x%x", s.id))
+		s.log.Warn("zookeeper session reconnected after holdings were reported lost", "session", fmt.Sprintf("0x%x", s.id), "timeout", s.timeout)
 	case s.wasUp:
-		s.log.Info("zookeeper session reconnected", "session", fmt.Sprintf("0x%x", s.id))
+		// The server may grant another timeout than before: log it.
+		s.log.Info("zookeeper session reconnected", "session", fmt.Sprintf("0x%x", s.id), "timeout", s.timeout)
 	}
 	s.wasUp = true
 }
