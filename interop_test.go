@@ -187,3 +187,21 @@ func (p *contenderProc) wait(t *testing.T) {
 		t.Errorf("contender %v: %v\nstdout: %s\nstderr: %s", p.cmd.Args[len(p.cmd.Args)-1], err, strings.Join(p.lines, "\n"), p.stderr.String())
 	}
 }
+
+// markLease marks the marker directory as one of at most n semaphore
+// holders, as the interop contenders do, and returns its mark and the
+// number of holders marked (its own included).
+func markLease(dir string, n int, id string, round int) (string, int, error) {
+	mine := filepath.Join(dir, fmt.Sprintf("lease-%s-%d", id, round))
+	if err := os.WriteFile(mine, nil, 0o644); err != nil {
+		return "", 0, err
+	}
+	holders, err := filepath.Glob(filepath.Join(dir, "lease-*"))
+	if err != nil {
+		return mine, 0, err
+	}
+	if len(holders) > n {
+		return mine, len(holders), fmt.Errorf("VIOLATION: %d lease holders marked, %d permits: %v", len(holders), n, holders)
+	}
+	return mine, len(holders), nil
+}

@@ -3,13 +3,18 @@ package zkrecipes_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/internal/interop"
 )
 
 // permitTracker counts the participants that believe they hold a lease,
@@ -203,5 +208,72 @@ func TestSemaphorePermits(t *testing.T) {
 		t.Errorf("Acquire with 0 permits = %v, want ErrInvalidArgument", err)
 	}
 	e.empty(leases)
+	e.empty(path + "/locks")
+}
+
+// TestSemaphoreInterop runs Curator's InterProcessSemaphoreV2 and zkrecipes'
+// Semaphore with the same number of permits on one path at the same time.
+// Every holder marks a shared directory; more holders than permits is a
+// violation. (kazoo's Semaphore lays its nodes out differently and does not
+// take part.)
+func TestSemaphoreInterop(t *testing.T) {
+	e, ctx, curator := interopEnv(t)
+	const permits, rounds = 2, 10
+	path := e.path + "/semaphore"
+	marker, start := t.TempDir(), filepath.Join(t.TempDir(), "start")
+	var procs []*contenderProc
+	for i := range 3 {
+		argv, err := interop.Args{
+			Connect: strings.Join(e.servers, ","), Path: path, Recipe: "semaphore", Leases: permits,
+			Count: rounds, Hold: 20 * time.Millisecond, Marker: marker, ID: fmt.Sprintf("curator-%d", i),
+			StartFile: start,
+		}.Argv()
+		must(t, err, "contender args")
+		procs = append(procs, startContender(t, curator(ctx, argv...)))
+	}
+	for _, p := range procs {
+		p.waitReady(t)
+	}
+	must(t, os.WriteFile(start, nil, 0o644), "start barrier")
+
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		most int // the most holders any zkrecipes holder saw marked
+	)
+	for i := range 3 {
+		sem := zkrecipes.NewSemaphore(e.session(), path, permits)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("zkrecipes-%d", i)
+			for n := 1; n <= rounds; n++ {
+				l, err := sem.Acquire(ctx)
+				if !check(t, err, "%s: Acquire", id) {
+					return
+				}
+				mine, holders, err := markLease(marker, permits, id, n)
+				if err != nil {
+					t.Errorf("%s round %d: %v", id, n, err)
+				}
+				mu.Lock()
+				most = max(most, holders)
+				mu.Unlock()
+				time.Sleep(20 * time.Millisecond)
+				os.Remove(mine)
+				check(t, l.Release(ctx), "%s: Release", id)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, p := range procs {
+		p.wait(t)
+	}
+	// Six contenders for two permits: the permits were shared, not taken
+	// one at a time.
+	if most < permits {
+		t.Errorf("at most %d holders seen at once, want %d: the test did not exercise the limit", most, permits)
+	}
+	e.empty(path + "/leases")
 	e.empty(path + "/locks")
 }

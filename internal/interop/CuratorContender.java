@@ -1,9 +1,10 @@
 // CuratorContender is an interop test contender built on Apache Curator.
 //
 // It repeatedly acquires one Curator recipe (InterProcessMutex, the read or
-// write side of InterProcessReadWriteLock, or LeaderLatch), marks the shared
-// marker directory while holding it, and reports any overlap with another
-// holder. See interop.go for the command-line contract; the kazoo contender
+// write side of InterProcessReadWriteLock, LeaderLatch, or a lease of
+// InterProcessSemaphoreV2), marks the shared marker directory while holding
+// it, and reports any overlap with another holder (for a semaphore: more
+// holders than leases). See interop.go for the command-line contract; the kazoo contender
 // (kazoo_contender.py) implements the same contract.
 //
 // Exit codes: 0 done, 1 any failure (including usage errors), 3 violation.
@@ -26,6 +27,8 @@ import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorContender {
@@ -72,6 +75,35 @@ public class CuratorContender {
         }
     }
 
+    /** Takes one lease of an InterProcessSemaphoreV2 per cycle. */
+    static final class LeaseHolder implements Holder {
+        private final InterProcessSemaphoreV2 semaphore;
+        private final String what;
+        private Lease lease;
+
+        LeaseHolder(InterProcessSemaphoreV2 semaphore, String what) {
+            this.semaphore = semaphore;
+            this.what = what;
+        }
+
+        @Override
+        public void acquire(long timeoutMs) throws Exception {
+            lease = semaphore.acquire(timeoutMs, TimeUnit.MILLISECONDS);
+            if (lease == null) {
+                throw new IllegalStateException("timed out after " + timeoutMs + "ms acquiring a lease of " + what);
+            }
+        }
+
+        @Override
+        public void release() throws Exception {
+            Lease l = lease;
+            lease = null;
+            if (l != null) {
+                semaphore.returnLease(l);
+            }
+        }
+    }
+
     /** Uses a fresh LeaderLatch per cycle: start, await leadership, close. */
     static final class LatchHolder implements Holder {
         private final CuratorFramework client;
@@ -112,8 +144,9 @@ public class CuratorContender {
             code = run(argv);
         } catch (UsageException e) {
             System.err.println("usage error: " + e.getMessage());
-            System.err.println("usage: CuratorContender --connect HOST:PORT[,...] --path /p --recipe mutex|read|write|latch"
-                    + " --count N --hold-ms M --marker DIR --id ID [--session-timeout-ms T] [--acquire-timeout-ms T] [--start-file F]");
+            System.err.println("usage: CuratorContender --connect HOST:PORT[,...] --path /p --recipe mutex|read|write|latch|semaphore"
+                    + " --count N --hold-ms M --marker DIR --id ID [--leases N] [--session-timeout-ms T] [--acquire-timeout-ms T]"
+                    + " [--start-file F]");
             code = EXIT_FAILURE;
         } catch (Throwable e) {
             System.err.println("error: " + e);
@@ -131,7 +164,7 @@ public class CuratorContender {
         opts.put("session-timeout-ms", "10000");
         opts.put("acquire-timeout-ms", "60000");
         String[] known = {"connect", "path", "recipe", "count", "hold-ms", "marker", "id",
-            "session-timeout-ms", "acquire-timeout-ms", "start-file"};
+            "session-timeout-ms", "acquire-timeout-ms", "start-file", "leases"};
         for (int i = 0; i < argv.length; i++) {
             String a = argv[i];
             if (!a.startsWith("--")) {
@@ -191,6 +224,7 @@ public class CuratorContender {
         int acquireTimeoutMs = intOpt(opts, "acquire-timeout-ms", 1);
         Path marker = Paths.get(opts.get("marker"));
         boolean shared;
+        int leases = 0; // a semaphore's: at most this many holders at once
         switch (recipe) {
             case "mutex":
             case "write":
@@ -200,8 +234,18 @@ public class CuratorContender {
             case "read":
                 shared = true;
                 break;
+            case "semaphore":
+                shared = false;
+                if (!opts.containsKey("leases")) {
+                    throw new UsageException("--leases is required with --recipe semaphore");
+                }
+                leases = intOpt(opts, "leases", 1);
+                break;
             default:
-                throw new UsageException("--recipe must be mutex, read, write or latch, got " + recipe);
+                throw new UsageException("--recipe must be mutex, read, write, latch or semaphore, got " + recipe);
+        }
+        if (leases == 0 && opts.containsKey("leases")) {
+            throw new UsageException("--leases is only for --recipe semaphore");
         }
         if (!Files.isDirectory(marker)) {
             throw new UsageException("--marker " + marker + " is not a directory");
@@ -238,6 +282,9 @@ public class CuratorContender {
                     holder = new LockHolder(new InterProcessReadWriteLock(client, path, data).writeLock(),
                             "write lock " + path);
                     break;
+                case "semaphore":
+                    holder = new LeaseHolder(new InterProcessSemaphoreV2(client, path, leases), "semaphore " + path);
+                    break;
                 default:
                     holder = new LatchHolder(client, path, id);
                     break;
@@ -247,7 +294,7 @@ public class CuratorContender {
                 holder.acquire(acquireTimeoutMs);
                 System.out.println("ACQ " + id + " " + n);
                 System.out.flush();
-                Path mine = mark(marker, shared, id, n);
+                Path mine = leases > 0 ? markLease(marker, leases, id, n) : mark(marker, shared, id, n);
                 if (holdMs > 0) {
                     Thread.sleep(holdMs);
                 }
@@ -304,6 +351,26 @@ public class CuratorContender {
             for (Path p : ds) {
                 violation(id + " acquisition " + n + ": exclusive holder found " + p);
             }
+        }
+        return mine;
+    }
+
+    /** A semaphore holder's mark: its own file, then no more than leases such files. */
+    static Path markLease(Path dir, int leases, String id, int n) throws IOException {
+        Path mine = dir.resolve("lease-" + id + "-" + n);
+        try {
+            Files.createFile(mine);
+        } catch (FileAlreadyExistsException e) {
+            throw new IllegalStateException("marker " + mine + " already exists: duplicate --id?");
+        }
+        int holders = 0;
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, "lease-*")) {
+            for (Path p : ds) {
+                holders++;
+            }
+        }
+        if (holders > leases) {
+            violation(id + " acquisition " + n + ": " + holders + " lease holders marked, " + leases + " leases");
         }
         return mine;
     }

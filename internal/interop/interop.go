@@ -8,11 +8,13 @@
 //
 //	--connect HOST:PORT[,HOST:PORT]  ZooKeeper connect string (required)
 //	--path /some/path                recipe path (required)
-//	--recipe mutex|read|write|latch  recipe to contend on (required)
+//	--recipe mutex|read|write|latch|semaphore
+//	                                 recipe to contend on (required)
 //	--count N                        acquisitions to perform (required)
 //	--hold-ms M                      how long to hold each time (required)
 //	--marker DIR                     existing directory shared by all contenders (required)
 //	--id ID                          participant id (required)
+//	--leases N                       semaphore only (and required there): its leases
 //	--session-timeout-ms T           session timeout, default 10000
 //	--acquire-timeout-ms T           give up (exit 1) if one acquisition or the
 //	                                 start barrier takes longer, default 60000
@@ -23,7 +25,9 @@
 // Recipes: mutex is Curator's InterProcessMutex; read and write are the two
 // sides of Curator's InterProcessReadWriteLock; latch is Curator's
 // LeaderLatch(client, path, id), started, awaited and closed once per
-// acquisition. The kazoo contender uses kazoo's Lock, WriteLock and ReadLock
+// acquisition; semaphore (Curator only) takes one lease of
+// InterProcessSemaphoreV2(client, path, leases) per acquisition. The kazoo
+// contender uses kazoo's Lock, WriteLock and ReadLock
 // with extra_lock_patterns ("-lock-"; "__WRIT__" and "__READ__" for writers;
 // "__WRIT__" for readers) and, by default, subclasses them so that kazoo's
 // own znodes are named like Curator's ("<hex>-lock-<seq>",
@@ -41,7 +45,9 @@
 // "DONE <id>" and exits with ExitOK. An exclusive holder (mutex, write, latch)
 // creates DIR/exclusive with O_CREAT|O_EXCL semantics and then checks that no
 // DIR/shared-* file exists; a reader creates DIR/shared-<id>-<n> and then
-// checks that DIR/exclusive does not exist. Any overlap prints one line
+// checks that DIR/exclusive does not exist; a semaphore holder creates
+// DIR/lease-<id>-<n> and then checks that at most N DIR/lease-* files exist.
+// Any overlap prints one line
 // "VIOLATION <details>" and exits with ExitViolation. Any other failure
 // writes a message to stderr and exits with ExitFailure. stdout carries only
 // these protocol lines.
@@ -231,7 +237,8 @@ func Kazoo(ctx context.Context, args ...string) *exec.Cmd {
 type Args struct {
 	Connect          string        // --connect, required
 	Path             string        // --path, required
-	Recipe           string        // --recipe: "mutex", "read", "write" or "latch"
+	Recipe           string        // --recipe: "mutex", "read", "write", "latch" or "semaphore"
+	Leases           int           // --leases, for "semaphore"; zero means none given
 	Count            int           // --count
 	Hold             time.Duration // --hold-ms
 	Marker           string        // --marker, an existing directory
@@ -265,6 +272,9 @@ func (a Args) Argv() ([]string, error) {
 	}
 	if a.StartFile != "" {
 		argv = append(argv, "--start-file", a.StartFile)
+	}
+	if a.Leases > 0 {
+		argv = append(argv, "--leases", strconv.Itoa(a.Leases))
 	}
 	if a.KazooStockNaming {
 		argv = append(argv, "--node-names", "stock")

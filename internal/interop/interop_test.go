@@ -113,7 +113,8 @@ func ruok(addr string) string {
 // participant describes one contender process in a mix.
 type participant struct {
 	kazoo  bool   // kazoo instead of Curator
-	recipe string // mutex, read, write, latch
+	recipe string // mutex, read, write, latch, semaphore
+	leases int    // semaphore's leases
 	id     string
 	path   string // overrides the mix path when set
 	stock  bool   // kazoo --node-names stock
@@ -158,6 +159,7 @@ func runMix(ctx context.Context, t *testing.T, curator func(context.Context, ...
 			Connect:          zk,
 			Path:             path,
 			Recipe:           p.recipe,
+			Leases:           p.leases,
 			Count:            count,
 			Hold:             hold,
 			Marker:           marker,
@@ -322,6 +324,16 @@ func TestInterop(t *testing.T) {
 		checkClean(t, count, outs)
 	})
 
+	// Curator only: kazoo's Semaphore lays its nodes out differently.
+	t.Run("semaphore", func(t *testing.T) {
+		outs := runMix(ctx, t, curator, zk, "/interop/semaphore", count, hold, []participant{
+			{recipe: "semaphore", leases: 2, id: "curator-s1"},
+			{recipe: "semaphore", leases: 2, id: "curator-s2"},
+			{recipe: "semaphore", leases: 2, id: "curator-s3"},
+		})
+		checkClean(t, count, outs)
+	})
+
 	// kazoo's Lock with Curator's "-latch-" node naming behaves as a
 	// LeaderLatch participant.
 	t.Run("latch_with_kazoo", func(t *testing.T) {
@@ -354,6 +366,46 @@ func TestInterop(t *testing.T) {
 		}
 		if violations == 0 {
 			t.Errorf("overlapping holders were not detected:\n%s\n%s", outs[0], outs[1])
+		}
+	})
+
+	// The same for semaphores: one lease each on two paths, so two holders
+	// at once, which the lease marks must report.
+	t.Run("detects_excess_leases", func(t *testing.T) {
+		outs := runMix(ctx, t, curator, zk, "", 20, 50*time.Millisecond, []participant{
+			{recipe: "semaphore", leases: 1, id: "curator-a", path: "/interop/control-sa"},
+			{recipe: "semaphore", leases: 1, id: "curator-b", path: "/interop/control-sb"},
+		})
+		violations := 0
+		for _, o := range outs {
+			if o.code == ExitViolation {
+				violations++
+			} else if o.code != ExitOK {
+				t.Errorf("contender %s: unexpected exit: %s", o.id, o)
+			}
+		}
+		if violations == 0 {
+			t.Errorf("excess lease holders were not detected:\n%s\n%s", outs[0], outs[1])
+		}
+	})
+
+	// A semaphore needs its number of leases, and only a semaphore has one.
+	t.Run("semaphore_usage", func(t *testing.T) {
+		base := []string{"--connect", zk, "--path", "/u", "--count", "1", "--hold-ms", "0", "--marker", t.TempDir(), "--id", "u"}
+		for _, extra := range [][]string{
+			{"--recipe", "semaphore"},
+			{"--recipe", "semaphore", "--leases", "0"},
+			{"--recipe", "mutex", "--leases", "2"},
+		} {
+			cmd := curator(ctx, append(base, extra...)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != ExitFailure || len(out) != 0 || !strings.Contains(stderr.String(), "leases") {
+				t.Errorf("%v: want exit %d, empty stdout and a message about --leases; got %v, stdout %q, stderr %q",
+					extra, ExitFailure, err, out, stderr.String())
+			}
 		}
 	})
 }
@@ -398,12 +450,12 @@ func TestUsageErrorsExitOne(t *testing.T) {
 
 func TestArgv(t *testing.T) {
 	got, err := Args{Connect: "h:1", Path: "/p", Recipe: "read", Count: 3, Hold: 1500 * time.Millisecond,
-		Marker: "/m", ID: "x", SessionTimeout: 4 * time.Second, StartFile: "/s"}.Argv()
+		Marker: "/m", ID: "x", SessionTimeout: 4 * time.Second, StartFile: "/s", Leases: 2}.Argv()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := "--connect h:1 --path /p --recipe read --count 3 --hold-ms 1500 --marker /m --id x " +
-		"--session-timeout-ms 4000 --start-file /s"
+		"--session-timeout-ms 4000 --start-file /s --leases 2"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("Argv = %q, want %q", strings.Join(got, " "), want)
 	}
