@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/internal/interop"
 )
 
 // TestBarrier: Wait passes an unset barrier at once, holds every waiter
@@ -181,5 +186,84 @@ func TestDoubleBarrierCancel(t *testing.T) {
 	})
 	if err := zkrecipes.NewDoubleBarrier(s, path, 0).Enter(ctx); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
 		t.Errorf("Enter with n=0 = %v, want ErrInvalidArgument", err)
+	}
+}
+
+// TestDoubleBarrierInterop passes one double barrier for four participants
+// with two Curator DistributedDoubleBarrier processes and two zkrecipes
+// participants: nobody is let in before all four arrived, nobody is let out
+// before all four started leaving, and nothing is left behind. Either side
+// arrives last (and so opens the barrier for the other).
+func TestDoubleBarrierInterop(t *testing.T) {
+	e, ctx, curator := interopEnv(t)
+	const n = 4
+	for _, last := range []string{"zkrecipes", "curator"} {
+		t.Run(last+"-last", func(t *testing.T) {
+			path := e.path + "/double-barrier-" + last
+			marker, start := t.TempDir(), filepath.Join(t.TempDir(), "start")
+			var procs []*contenderProc
+			for i := range 2 {
+				argv, err := interop.Args{
+					Connect: strings.Join(e.servers, ","), Path: path, Recipe: "double-barrier", Members: n,
+					Count: 1, Hold: 300 * time.Millisecond, Marker: marker, ID: fmt.Sprintf("curator-%d", i), StartFile: start,
+				}.Argv()
+				must(t, err, "contender args")
+				procs = append(procs, startContender(t, curator(ctx, argv...)))
+			}
+			for _, p := range procs {
+				p.waitReady(t)
+			}
+			arrived := func(k int) func() bool {
+				return func() bool { return len(e.children(path)) >= k }
+			}
+
+			marks := func(glob string) int {
+				m, _ := filepath.Glob(filepath.Join(marker, glob)) // the pattern is well-formed
+				return len(m)
+			}
+			var wg sync.WaitGroup
+			goFirst := make(chan struct{})
+			for i := range 2 {
+				b := zkrecipes.NewDoubleBarrier(e.session(), path, n)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-goFirst
+					time.Sleep(time.Duration(i) * 150 * time.Millisecond) // one after the other
+					id := fmt.Sprintf("zkrecipes-%d", i)
+					check(t, os.WriteFile(filepath.Join(marker, "arrived-"+id), nil, 0o644), "%s: mark", id)
+					if !check(t, b.Enter(ctx), "%s: Enter", id) {
+						return
+					}
+					if got := marks("arrived-*"); got < n {
+						t.Errorf("VIOLATION: %s entered with %d of %d participants arrived", id, got, n)
+					}
+					time.Sleep(300 * time.Millisecond)
+					check(t, os.WriteFile(filepath.Join(marker, "leaving-"+id), nil, 0o644), "%s: mark", id)
+					if !check(t, b.Leave(ctx), "%s: Leave", id) {
+						return
+					}
+					if got := marks("leaving-*"); got < n {
+						t.Errorf("VIOLATION: %s left with %d of %d participants leaving", id, got, n)
+					}
+				}()
+			}
+			if last == "zkrecipes" {
+				must(t, os.WriteFile(start, nil, 0o644), "start barrier")
+				e.waitFor("the Curator participants to arrive", arrived(2))
+				close(goFirst)
+			} else {
+				close(goFirst)
+				e.waitFor("the zkrecipes participants to arrive", arrived(2))
+				time.Sleep(100 * time.Millisecond) // let them list the two of them and wait
+				must(t, os.WriteFile(start, nil, 0o644), "start barrier")
+			}
+			wg.Wait()
+			for i, p := range procs {
+				p.waitLine(t, fmt.Sprintf("DONE curator-%d", i))
+				p.wait(t)
+			}
+			e.empty(path)
+		})
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/internal/interop"
 )
 
 // render shows members as "id=data,id=data".
@@ -193,4 +196,61 @@ func TestGroupUniqueID(t *testing.T) {
 		}
 	}
 	e.empty(path)
+}
+
+// TestGroupInterop puts a Curator GroupMember and a zkrecipes member in one
+// group: each sees the other with its payload, a payload update and a
+// member leaving, and nothing is left once both have left.
+func TestGroupInterop(t *testing.T) {
+	e, ctx, curator := interopEnv(t)
+	path := e.path + "/group"
+	stop := filepath.Join(t.TempDir(), "stop")
+	argv, err := interop.Args{
+		Connect: strings.Join(e.servers, ","), Path: path, Recipe: "member",
+		Marker: t.TempDir(), ID: "curator-1", StopFile: stop,
+	}.Argv()
+	must(t, err, "contender args")
+	p := startContender(t, curator(ctx, argv...))
+	p.waitReady(t)
+	p.waitLine(t, "MEMBERS curator-1=curator-1")
+
+	s := e.session()
+	watch := zkrecipes.WatchGroup(ctx, s, path)
+	awaitMembers(t, watch, "curator-1=curator-1")
+	g, err := zkrecipes.JoinGroup(ctx, s, path, "zkrecipes-1", []byte("hello"))
+	must(t, err, "JoinGroup")
+	awaitMembers(t, watch, "curator-1=curator-1,zkrecipes-1=hello")
+	p.waitLine(t, "MEMBERS curator-1=curator-1,zkrecipes-1=hello")
+
+	must(t, g.Update(ctx, []byte("updated")), "Update")
+	p.waitLine(t, "MEMBERS curator-1=curator-1,zkrecipes-1=updated")
+	must(t, g.Leave(ctx), "Leave")
+	p.waitLine(t, "MEMBERS curator-1=curator-1")
+
+	must(t, os.WriteFile(stop, nil, 0o644), "stop file")
+	p.waitLine(t, "DONE curator-1")
+	p.wait(t)
+	awaitMembers(t, watch, "")
+	e.empty(path)
+}
+
+// awaitMembers reads views of a group from watch until one reads want
+// ("id=data,..." sorted by id), failing the test after a minute.
+func awaitMembers(t *testing.T, watch <-chan []zkrecipes.Member, want string) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	var last string
+	for {
+		select {
+		case ms, ok := <-watch:
+			if !ok {
+				t.Fatalf("group watch closed; last view %q, want %q", last, want)
+			}
+			if last = render(ms); last == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("group view %q after a minute, want %q", last, want)
+		}
+	}
 }

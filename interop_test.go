@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -132,8 +133,11 @@ type contenderProc struct {
 	cmd    *exec.Cmd
 	ready  chan struct{}
 	stderr bytes.Buffer
-	lines  []string
 	done   chan struct{}
+
+	mu    sync.Mutex
+	lines []string
+	seen  int // lines before this one were matched by waitLine
 }
 
 func startContender(t *testing.T, cmd *exec.Cmd) *contenderProc {
@@ -147,7 +151,9 @@ func startContender(t *testing.T, cmd *exec.Cmd) *contenderProc {
 		defer close(p.done)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			p.mu.Lock()
 			p.lines = append(p.lines, sc.Text())
+			p.mu.Unlock()
 			if strings.HasPrefix(sc.Text(), "READY ") {
 				close(p.ready)
 			}
@@ -171,6 +177,38 @@ func (p *contenderProc) waitReady(t *testing.T) {
 		t.Fatalf("contender exited before READY: %v\nstderr: %s", p.cmd.ProcessState, p.stderr.String())
 	case <-time.After(60 * time.Second):
 		t.Fatalf("contender not READY after 60s\nstderr: %s", p.stderr.String())
+	}
+}
+
+// waitLine waits until the contender prints line, after the line the last
+// waitLine matched, and fails the test if it exits or a minute passes first.
+func (p *contenderProc) waitLine(t *testing.T, line string) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		p.mu.Lock()
+		i := slices.Index(p.lines[p.seen:], line)
+		if i >= 0 {
+			p.seen += i + 1
+		}
+		printed := strings.Join(p.lines, "\n")
+		p.mu.Unlock()
+		if i >= 0 {
+			return
+		}
+		select {
+		case <-p.done:
+			p.mu.Lock()
+			i = slices.Index(p.lines[p.seen:], line)
+			p.mu.Unlock()
+			if i < 0 {
+				p.cmd.Wait()
+				t.Fatalf("contender exited (%v) without printing %q; it printed:\n%s\nstderr: %s", p.cmd.ProcessState, line, printed, p.stderr.String())
+			}
+		case <-deadline:
+			t.Fatalf("contender did not print %q within a minute; it printed:\n%s", line, printed)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
 

@@ -4,7 +4,10 @@
 // write side of InterProcessReadWriteLock, LeaderLatch, or a lease of
 // InterProcessSemaphoreV2), marks the shared marker directory while holding
 // it, and reports any overlap with another holder (for a semaphore: more
-// holders than leases). See interop.go for the command-line contract; the kazoo contender
+// holders than leases). With --recipe member it instead joins a group as a
+// Curator GroupMember and reports the members it sees until --stop-file
+// appears; with --recipe double-barrier it passes a DistributedDoubleBarrier
+// once and reports anyone who passed it too early. See interop.go for the command-line contract; the kazoo contender
 // (kazoo_contender.py) implements the same contract.
 //
 // Exit codes: 0 done, 1 any failure (including usage errors), 3 violation.
@@ -19,16 +22,19 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.nodes.GroupMember;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorContender {
@@ -144,9 +150,9 @@ public class CuratorContender {
             code = run(argv);
         } catch (UsageException e) {
             System.err.println("usage error: " + e.getMessage());
-            System.err.println("usage: CuratorContender --connect HOST:PORT[,...] --path /p --recipe mutex|read|write|latch|semaphore"
-                    + " --count N --hold-ms M --marker DIR --id ID [--leases N] [--session-timeout-ms T] [--acquire-timeout-ms T]"
-                    + " [--start-file F]");
+            System.err.println("usage: CuratorContender --connect HOST:PORT[,...] --path /p --recipe mutex|read|write|latch|semaphore|member|double-barrier"
+                    + " --count N --hold-ms M --marker DIR --id ID [--leases N] [--members N] [--session-timeout-ms T]"
+                    + " [--acquire-timeout-ms T] [--start-file F] [--stop-file F]");
             code = EXIT_FAILURE;
         } catch (Throwable e) {
             System.err.println("error: " + e);
@@ -164,7 +170,7 @@ public class CuratorContender {
         opts.put("session-timeout-ms", "10000");
         opts.put("acquire-timeout-ms", "60000");
         String[] known = {"connect", "path", "recipe", "count", "hold-ms", "marker", "id",
-            "session-timeout-ms", "acquire-timeout-ms", "start-file", "leases"};
+            "session-timeout-ms", "acquire-timeout-ms", "start-file", "leases", "stop-file", "members"};
         for (int i = 0; i < argv.length; i++) {
             String a = argv[i];
             if (!a.startsWith("--")) {
@@ -234,6 +240,19 @@ public class CuratorContender {
             case "read":
                 shared = true;
                 break;
+            case "member":
+                shared = false;
+                if (!opts.containsKey("stop-file")) {
+                    throw new UsageException("--stop-file is required with --recipe member");
+                }
+                break;
+            case "double-barrier":
+                shared = false;
+                if (!opts.containsKey("members")) {
+                    throw new UsageException("--members is required with --recipe double-barrier");
+                }
+                intOpt(opts, "members", 1);
+                break;
             case "semaphore":
                 shared = false;
                 if (!opts.containsKey("leases")) {
@@ -242,7 +261,8 @@ public class CuratorContender {
                 leases = intOpt(opts, "leases", 1);
                 break;
             default:
-                throw new UsageException("--recipe must be mutex, read, write, latch or semaphore, got " + recipe);
+                throw new UsageException("--recipe must be mutex, read, write, latch, semaphore, member or double-barrier, got "
+                        + recipe);
         }
         if (leases == 0 && opts.containsKey("leases")) {
             throw new UsageException("--leases is only for --recipe semaphore");
@@ -266,6 +286,14 @@ public class CuratorContender {
             System.out.flush();
             if (opts.containsKey("start-file")) {
                 awaitFile(Paths.get(opts.get("start-file")), acquireTimeoutMs);
+            }
+            if (recipe.equals("member")) {
+                member(client, path, id, Paths.get(opts.get("stop-file")), acquireTimeoutMs);
+                return EXIT_OK;
+            }
+            if (recipe.equals("double-barrier")) {
+                doubleBarrier(client, path, id, intOpt(opts, "members", 1), marker, holdMs, acquireTimeoutMs);
+                return EXIT_OK;
             }
 
             Holder holder;
@@ -307,6 +335,84 @@ public class CuratorContender {
         System.out.println("DONE " + id);
         System.out.flush();
         return EXIT_OK;
+    }
+
+    /**
+     * Joins the group on path as a GroupMember with id and payload id, and
+     * prints "MEMBERS id=payload,..." (sorted by id) at first and whenever
+     * its view of the group changes, until stop exists or timeoutMs passes;
+     * then it leaves and prints "DONE id".
+     */
+    static void member(CuratorFramework client, String path, String id, Path stop, long timeoutMs) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        String last = null;
+        try (GroupMember m = new GroupMember(client, path, id, id.getBytes(StandardCharsets.UTF_8))) {
+            m.start();
+            while (!Files.exists(stop)) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw new IllegalStateException("stop file " + stop + " did not appear within " + timeoutMs + "ms");
+                }
+                StringBuilder view = new StringBuilder();
+                for (Map.Entry<String, byte[]> e : new TreeMap<>(m.getCurrentMembers()).entrySet()) {
+                    if (view.length() > 0) {
+                        view.append(',');
+                    }
+                    view.append(e.getKey()).append('=').append(new String(e.getValue(), StandardCharsets.UTF_8));
+                }
+                if (!view.toString().equals(last)) {
+                    last = view.toString();
+                    System.out.println("MEMBERS " + last);
+                    System.out.flush();
+                }
+                Thread.sleep(10);
+            }
+        }
+        System.out.println("DONE " + id);
+        System.out.flush();
+    }
+
+    /**
+     * Passes the double barrier for members participants on path once: marks
+     * arrived-ID, enters, checks that members participants have arrived,
+     * sleeps holdMs, marks leaving-ID, leaves, and checks that members
+     * participants have started leaving; then prints "DONE id".
+     */
+    static void doubleBarrier(CuratorFramework client, String path, String id, int members, Path marker, int holdMs,
+            long timeoutMs) throws Exception {
+        DistributedDoubleBarrier b = new DistributedDoubleBarrier(client, path, members);
+        Files.createFile(marker.resolve("arrived-" + id));
+        if (!b.enter(timeoutMs, TimeUnit.MILLISECONDS)) {
+            throw new IllegalStateException("timed out after " + timeoutMs + "ms entering the double barrier " + path);
+        }
+        System.out.println("ACQ " + id + " 1");
+        System.out.flush();
+        int arrived = count(marker, "arrived-*");
+        if (arrived < members) {
+            violation(id + " entered with " + arrived + " of " + members + " participants arrived");
+        }
+        if (holdMs > 0) {
+            Thread.sleep(holdMs);
+        }
+        Files.createFile(marker.resolve("leaving-" + id));
+        if (!b.leave(timeoutMs, TimeUnit.MILLISECONDS)) {
+            throw new IllegalStateException("timed out after " + timeoutMs + "ms leaving the double barrier " + path);
+        }
+        int leaving = count(marker, "leaving-*");
+        if (leaving < members) {
+            violation(id + " left with " + leaving + " of " + members + " participants leaving");
+        }
+        System.out.println("DONE " + id);
+        System.out.flush();
+    }
+
+    static int count(Path dir, String glob) throws IOException {
+        int n = 0;
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, glob)) {
+            for (Path p : ds) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** Blocks until f exists (a start barrier shared by all contenders). */
@@ -363,12 +469,7 @@ public class CuratorContender {
         } catch (FileAlreadyExistsException e) {
             throw new IllegalStateException("marker " + mine + " already exists: duplicate --id?");
         }
-        int holders = 0;
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, "lease-*")) {
-            for (Path p : ds) {
-                holders++;
-            }
-        }
+        int holders = count(dir, "lease-*");
         if (holders > leases) {
             violation(id + " acquisition " + n + ": " + holders + " lease holders marked, " + leases + " leases");
         }

@@ -8,7 +8,7 @@
 //
 //	--connect HOST:PORT[,HOST:PORT]  ZooKeeper connect string (required)
 //	--path /some/path                recipe path (required)
-//	--recipe mutex|read|write|latch|semaphore
+//	--recipe mutex|read|write|latch|semaphore|member|double-barrier
 //	                                 recipe to contend on (required)
 //	--count N                        acquisitions to perform (required)
 //	--hold-ms M                      how long to hold each time (required)
@@ -20,14 +20,26 @@
 //	                                 start barrier takes longer, default 60000
 //	--start-file F                   after READY, wait until F exists before the
 //	                                 first acquisition (a start barrier)
+//	--stop-file F                    member only (and required there): leave
+//	                                 the group once F exists
+//	--members N                      double-barrier only (and required there):
+//	                                 its number of participants
 //	--node-names curator|stock       kazoo only, default curator; see below
 //
 // Recipes: mutex is Curator's InterProcessMutex; read and write are the two
 // sides of Curator's InterProcessReadWriteLock; latch is Curator's
 // LeaderLatch(client, path, id), started, awaited and closed once per
 // acquisition; semaphore (Curator only) takes one lease of
-// InterProcessSemaphoreV2(client, path, leases) per acquisition. The kazoo
-// contender uses kazoo's Lock, WriteLock and ReadLock
+// InterProcessSemaphoreV2(client, path, leases) per acquisition; member
+// (Curator only) joins the group on path as GroupMember(client, path, id)
+// with the id as its payload, prints "MEMBERS id=payload,..." (sorted by id)
+// at first and after every change it sees, and leaves once the stop file
+// exists, printing "DONE <id>" (--count, --hold-ms and --marker are not
+// used); double-barrier (Curator only) passes
+// DistributedDoubleBarrier(client, path, members) once (--count is not used):
+// it creates DIR/arrived-<id>, enters, prints "ACQ <id> 1", checks that N
+// DIR/arrived-* files exist, sleeps hold-ms, creates DIR/leaving-<id>,
+// leaves, and checks that N DIR/leaving-* files exist. The kazoo contender uses kazoo's Lock, WriteLock and ReadLock
 // with extra_lock_patterns ("-lock-"; "__WRIT__" and "__READ__" for writers;
 // "__WRIT__" for readers) and, by default, subclasses them so that kazoo's
 // own znodes are named like Curator's ("<hex>-lock-<seq>",
@@ -237,7 +249,7 @@ func Kazoo(ctx context.Context, args ...string) *exec.Cmd {
 type Args struct {
 	Connect          string        // --connect, required
 	Path             string        // --path, required
-	Recipe           string        // --recipe: "mutex", "read", "write", "latch" or "semaphore"
+	Recipe           string        // --recipe: "mutex", "read", "write", "latch", "semaphore", "member" or "double-barrier"
 	Leases           int           // --leases, for "semaphore"; zero means none given
 	Count            int           // --count
 	Hold             time.Duration // --hold-ms
@@ -246,6 +258,8 @@ type Args struct {
 	SessionTimeout   time.Duration // --session-timeout-ms; zero means the default (10s)
 	AcquireTimeout   time.Duration // --acquire-timeout-ms; zero means the default (60s)
 	StartFile        string        // --start-file; empty means start at once
+	StopFile         string        // --stop-file, for "member"
+	Members          int           // --members, for "double-barrier"; zero means none given
 	KazooStockNaming bool          // --node-names stock (kazoo only)
 }
 
@@ -272,6 +286,12 @@ func (a Args) Argv() ([]string, error) {
 	}
 	if a.StartFile != "" {
 		argv = append(argv, "--start-file", a.StartFile)
+	}
+	if a.StopFile != "" {
+		argv = append(argv, "--stop-file", a.StopFile)
+	}
+	if a.Members > 0 {
+		argv = append(argv, "--members", strconv.Itoa(a.Members))
 	}
 	if a.Leases > 0 {
 		argv = append(argv, "--leases", strconv.Itoa(a.Leases))
