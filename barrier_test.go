@@ -267,3 +267,64 @@ func TestDoubleBarrierInterop(t *testing.T) {
 		})
 	}
 }
+
+// TestBarrierInterop sets a barrier from one side and waits on it from the
+// other, both ways round, with Curator's DistributedBarrier: the waiter
+// finds the gate set and stays held (its watch is on the server) until the
+// gate is removed, then passes.
+func TestBarrierInterop(t *testing.T) {
+	e, ctx, curator := interopEnv(t)
+	args := func(recipe, path, stop string) []string {
+		argv, err := interop.Args{
+			Connect: strings.Join(e.servers, ","), Path: path, Recipe: recipe,
+			Marker: t.TempDir(), ID: "curator", StopFile: stop,
+		}.Argv()
+		must(t, err, "contender args")
+		return argv
+	}
+
+	t.Run("zkrecipes-gate", func(t *testing.T) {
+		path := e.path + "/barrier-zkrecipes-gate"
+		b := zkrecipes.NewBarrier(e.session(), path)
+		must(t, b.Set(ctx), "Set")
+		base := e.watches()
+		p := startContender(t, curator(ctx, args("barrier", path, "")...))
+		p.waitReady(t)
+		p.waitLine(t, "WAITING curator") // it found our barrier set
+		e.waitFor("Curator to watch the barrier", func() bool { return e.watches() > base })
+		p.mu.Lock()
+		passed := slices.Contains(p.lines, "PASSED curator")
+		p.mu.Unlock()
+		if passed {
+			t.Fatal("Curator passed a barrier that is set")
+		}
+		must(t, b.Remove(ctx), "Remove")
+		p.waitLine(t, "PASSED curator")
+		p.wait(t)
+		e.empty(path)
+	})
+
+	t.Run("curator-gate", func(t *testing.T) {
+		path := e.path + "/barrier-curator-gate"
+		stop := filepath.Join(t.TempDir(), "stop")
+		p := startContender(t, curator(ctx, args("barrier-gate", path, stop)...))
+		p.waitReady(t)
+		p.waitLine(t, "SET curator")
+		base := e.watches()
+		passed := make(chan error, 1)
+		go func() { passed <- zkrecipes.NewBarrier(e.session(), path).Wait(ctx) }()
+		e.waitFor("zkrecipes to watch the barrier", func() bool { return e.watches() > base })
+		select {
+		case err := <-passed:
+			t.Fatalf("Wait returned %v while Curator's barrier is set", err)
+		default:
+		}
+		must(t, os.WriteFile(stop, nil, 0o644), "stop file")
+		must(t, <-passed, "Wait")
+		p.waitLine(t, "DONE curator")
+		p.wait(t)
+		if kids := e.children(e.path); slices.Contains(kids, "barrier-curator-gate") {
+			t.Errorf("Curator's barrier node is still there")
+		}
+	})
+}

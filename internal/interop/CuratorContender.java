@@ -7,7 +7,9 @@
 // holders than leases). With --recipe member it instead joins a group as a
 // Curator GroupMember and reports the members it sees until --stop-file
 // appears; with --recipe double-barrier it passes a DistributedDoubleBarrier
-// once and reports anyone who passed it too early. See interop.go for the command-line contract; the kazoo contender
+// once and reports anyone who passed it too early; with --recipe barrier it
+// waits on a DistributedBarrier, and with --recipe barrier-gate it sets one
+// and removes it when --stop-file appears. See interop.go for the command-line contract; the kazoo contender
 // (kazoo_contender.py) implements the same contract.
 //
 // Exit codes: 0 done, 1 any failure (including usage errors), 3 violation.
@@ -27,6 +29,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
 import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
@@ -150,7 +153,7 @@ public class CuratorContender {
             code = run(argv);
         } catch (UsageException e) {
             System.err.println("usage error: " + e.getMessage());
-            System.err.println("usage: CuratorContender --connect HOST:PORT[,...] --path /p --recipe mutex|read|write|latch|semaphore|member|double-barrier"
+            System.err.println("usage: CuratorContender --connect HOST:PORT[,...] --path /p --recipe mutex|read|write|latch|semaphore|member|double-barrier|barrier|barrier-gate"
                     + " --count N --hold-ms M --marker DIR --id ID [--leases N] [--members N] [--session-timeout-ms T]"
                     + " [--acquire-timeout-ms T] [--start-file F] [--stop-file F]");
             code = EXIT_FAILURE;
@@ -241,10 +244,14 @@ public class CuratorContender {
                 shared = true;
                 break;
             case "member":
+            case "barrier-gate":
                 shared = false;
                 if (!opts.containsKey("stop-file")) {
-                    throw new UsageException("--stop-file is required with --recipe member");
+                    throw new UsageException("--stop-file is required with --recipe " + recipe);
                 }
+                break;
+            case "barrier":
+                shared = false;
                 break;
             case "double-barrier":
                 shared = false;
@@ -261,8 +268,8 @@ public class CuratorContender {
                 leases = intOpt(opts, "leases", 1);
                 break;
             default:
-                throw new UsageException("--recipe must be mutex, read, write, latch, semaphore, member or double-barrier, got "
-                        + recipe);
+                throw new UsageException("--recipe must be mutex, read, write, latch, semaphore, member, double-barrier,"
+                        + " barrier or barrier-gate, got " + recipe);
         }
         if (leases == 0 && opts.containsKey("leases")) {
             throw new UsageException("--leases is only for --recipe semaphore");
@@ -289,6 +296,29 @@ public class CuratorContender {
             }
             if (recipe.equals("member")) {
                 member(client, path, id, Paths.get(opts.get("stop-file")), acquireTimeoutMs);
+                return EXIT_OK;
+            }
+            if (recipe.equals("barrier")) {
+                boolean set = client.checkExists().forPath(path) != null;
+                System.out.println((set ? "WAITING " : "NOT-SET ") + id);
+                System.out.flush();
+                if (!new DistributedBarrier(client, path).waitOnBarrier(acquireTimeoutMs, TimeUnit.MILLISECONDS)) {
+                    throw new IllegalStateException("barrier " + path + " still set after " + acquireTimeoutMs + "ms");
+                }
+                System.out.println("PASSED " + id);
+                System.out.println("DONE " + id);
+                System.out.flush();
+                return EXIT_OK;
+            }
+            if (recipe.equals("barrier-gate")) {
+                DistributedBarrier b = new DistributedBarrier(client, path);
+                b.setBarrier();
+                System.out.println("SET " + id);
+                System.out.flush();
+                awaitFile(Paths.get(opts.get("stop-file")), acquireTimeoutMs);
+                b.removeBarrier();
+                System.out.println("DONE " + id);
+                System.out.flush();
                 return EXIT_OK;
             }
             if (recipe.equals("double-barrier")) {

@@ -8,7 +8,7 @@
 //
 //	--connect HOST:PORT[,HOST:PORT]  ZooKeeper connect string (required)
 //	--path /some/path                recipe path (required)
-//	--recipe mutex|read|write|latch|semaphore|member|double-barrier
+//	--recipe mutex|read|write|latch|semaphore|member|double-barrier|barrier|barrier-gate
 //	                                 recipe to contend on (required)
 //	--count N                        acquisitions to perform (required)
 //	--hold-ms M                      how long to hold each time (required)
@@ -20,8 +20,9 @@
 //	                                 start barrier takes longer, default 60000
 //	--start-file F                   after READY, wait until F exists before the
 //	                                 first acquisition (a start barrier)
-//	--stop-file F                    member only (and required there): leave
-//	                                 the group once F exists
+//	--stop-file F                    member and barrier-gate only (and required
+//	                                 there): leave the group, or remove the
+//	                                 barrier, once F exists
 //	--members N                      double-barrier only (and required there):
 //	                                 its number of participants
 //	--node-names curator|stock       kazoo only, default curator; see below
@@ -39,7 +40,13 @@
 // DistributedDoubleBarrier(client, path, members) once (--count is not used):
 // it creates DIR/arrived-<id>, enters, prints "ACQ <id> 1", checks that N
 // DIR/arrived-* files exist, sleeps hold-ms, creates DIR/leaving-<id>,
-// leaves, and checks that N DIR/leaving-* files exist. The kazoo contender uses kazoo's Lock, WriteLock and ReadLock
+// leaves, and checks that N DIR/leaving-* files exist; barrier (Curator only)
+// prints "WAITING <id>" if the barrier's node exists ("NOT-SET <id>" if
+// not), waits on DistributedBarrier(client, path) and prints "PASSED <id>"
+// and "DONE <id>"; barrier-gate (Curator only) sets that barrier, prints
+// "SET <id>", and removes it once the stop file exists, printing "DONE <id>"
+// (--count, --hold-ms and --marker are not used by either). The kazoo
+// contender uses kazoo's Lock, WriteLock and ReadLock
 // with extra_lock_patterns ("-lock-"; "__WRIT__" and "__READ__" for writers;
 // "__WRIT__" for readers) and, by default, subclasses them so that kazoo's
 // own znodes are named like Curator's ("<hex>-lock-<seq>",
@@ -249,7 +256,7 @@ func Kazoo(ctx context.Context, args ...string) *exec.Cmd {
 type Args struct {
 	Connect          string        // --connect, required
 	Path             string        // --path, required
-	Recipe           string        // --recipe: "mutex", "read", "write", "latch", "semaphore", "member" or "double-barrier"
+	Recipe           string        // --recipe: "mutex", "read", "write", "latch", "semaphore", "member", "double-barrier", "barrier" or "barrier-gate"
 	Leases           int           // --leases, for "semaphore"; zero means none given
 	Count            int           // --count
 	Hold             time.Duration // --hold-ms
@@ -258,7 +265,7 @@ type Args struct {
 	SessionTimeout   time.Duration // --session-timeout-ms; zero means the default (10s)
 	AcquireTimeout   time.Duration // --acquire-timeout-ms; zero means the default (60s)
 	StartFile        string        // --start-file; empty means start at once
-	StopFile         string        // --stop-file, for "member"
+	StopFile         string        // --stop-file, for "member" and "barrier-gate"
 	Members          int           // --members, for "double-barrier"; zero means none given
 	KazooStockNaming bool          // --node-names stock (kazoo only)
 }
