@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -201,18 +202,14 @@ func TestDoubleBarrierInterop(t *testing.T) {
 		t.Run(last+"-last", func(t *testing.T) {
 			path := e.path + "/double-barrier-" + last
 			marker, start := t.TempDir(), filepath.Join(t.TempDir(), "start")
-			var procs []*contenderProc
+			var cmds []*exec.Cmd
 			for i := range 2 {
-				argv, err := interop.Args{
+				cmds = append(cmds, curator(ctx, argv(t, interop.Args{
 					Connect: strings.Join(e.servers, ","), Path: path, Recipe: "double-barrier", Members: n,
 					Count: 1, Hold: 300 * time.Millisecond, Marker: marker, ID: fmt.Sprintf("curator-%d", i), StartFile: start,
-				}.Argv()
-				must(t, err, "contender args")
-				procs = append(procs, startContender(t, curator(ctx, argv...)))
+				})...))
 			}
-			for _, p := range procs {
-				p.waitReady(t)
-			}
+			procs := startReady(t, cmds...)
 			arrived := func(k int) func() bool {
 				return func() bool { return len(e.children(path)) >= k }
 			}
@@ -275,12 +272,10 @@ func TestDoubleBarrierInterop(t *testing.T) {
 func TestBarrierInterop(t *testing.T) {
 	e, ctx, curator := interopEnv(t)
 	args := func(recipe, path, stop string) []string {
-		argv, err := interop.Args{
+		return argv(t, interop.Args{
 			Connect: strings.Join(e.servers, ","), Path: path, Recipe: recipe,
 			Marker: t.TempDir(), ID: "curator", StopFile: stop,
-		}.Argv()
-		must(t, err, "contender args")
-		return argv
+		})
 	}
 
 	t.Run("zkrecipes-gate", func(t *testing.T) {
@@ -288,14 +283,10 @@ func TestBarrierInterop(t *testing.T) {
 		b := zkrecipes.NewBarrier(e.session(), path)
 		must(t, b.Set(ctx), "Set")
 		base := e.watches()
-		p := startContender(t, curator(ctx, args("barrier", path, "")...))
-		p.waitReady(t)
+		p := startReady(t, curator(ctx, args("barrier", path, "")...))[0]
 		p.waitLine(t, "WAITING curator") // it found our barrier set
 		e.waitFor("Curator to watch the barrier", func() bool { return e.watches() > base })
-		p.mu.Lock()
-		passed := slices.Contains(p.lines, "PASSED curator")
-		p.mu.Unlock()
-		if passed {
+		if p.printed("PASSED curator") {
 			t.Fatal("Curator passed a barrier that is set")
 		}
 		must(t, b.Remove(ctx), "Remove")
@@ -307,8 +298,7 @@ func TestBarrierInterop(t *testing.T) {
 	t.Run("curator-gate", func(t *testing.T) {
 		path := e.path + "/barrier-curator-gate"
 		stop := filepath.Join(t.TempDir(), "stop")
-		p := startContender(t, curator(ctx, args("barrier-gate", path, stop)...))
-		p.waitReady(t)
+		p := startReady(t, curator(ctx, args("barrier-gate", path, stop)...))[0]
 		p.waitLine(t, "SET curator")
 		base := e.watches()
 		passed := make(chan error, 1)

@@ -475,24 +475,19 @@ func TestElectionInterop(t *testing.T) {
 	e, ctx, curator := interopEnv(t)
 	path := e.path + "/election"
 	args := func(id string, count int, hold time.Duration, marker, start string) []string {
-		argv, err := interop.Args{
+		return argv(t, interop.Args{
 			Connect: strings.Join(e.servers, ","), Path: path, Recipe: "latch",
 			Count: count, Hold: hold, Marker: marker, ID: id, StartFile: start,
-		}.Argv()
-		must(t, err, "contender args")
-		return argv
+		})
 	}
 
 	t.Run("contention", func(t *testing.T) {
 		marker, start := t.TempDir(), filepath.Join(t.TempDir(), "start")
-		procs := []*contenderProc{
-			startContender(t, curator(ctx, args("curator-0", 6, 5*time.Millisecond, marker, start)...)),
-			startContender(t, curator(ctx, args("curator-1", 6, 5*time.Millisecond, marker, start)...)),
-			startContender(t, interop.Kazoo(ctx, args("kazoo-0", 6, 5*time.Millisecond, marker, start)...)),
-		}
-		for _, p := range procs {
-			p.waitReady(t)
-		}
+		procs := startReady(t,
+			curator(ctx, args("curator-0", 6, 5*time.Millisecond, marker, start)...),
+			curator(ctx, args("curator-1", 6, 5*time.Millisecond, marker, start)...),
+			interop.Kazoo(ctx, args("kazoo-0", 6, 5*time.Millisecond, marker, start)...),
+		)
 		must(t, os.WriteFile(start, nil, 0o644), "start barrier")
 		var wg sync.WaitGroup
 		for i := range 2 {
@@ -531,8 +526,7 @@ func TestElectionInterop(t *testing.T) {
 			t.Fatalf("Observe = %q, want go-leader", got)
 		}
 		// The Java participant holds long enough to be seen, then leaves.
-		java := startContender(t, curator(ctx, args("curator-solo", 1, 2*time.Second, marker, "")...))
-		java.waitReady(t)
+		java := startReady(t, curator(ctx, args("curator-solo", 1, 2*time.Second, marker, "")...))[0]
 		e.waitFor("the Java participant to queue", func() bool { return len(e.children(path)) == 2 })
 		must(t, goLeader.Resign(ctx), "Go: Resign")
 		for _, want := range []string{"curator-solo", ""} {

@@ -205,13 +205,10 @@ func TestGroupInterop(t *testing.T) {
 	e, ctx, curator := interopEnv(t)
 	path := e.path + "/group"
 	stop := filepath.Join(t.TempDir(), "stop")
-	argv, err := interop.Args{
+	p := startReady(t, curator(ctx, argv(t, interop.Args{
 		Connect: strings.Join(e.servers, ","), Path: path, Recipe: "member",
 		Marker: t.TempDir(), ID: "curator-1", StopFile: stop,
-	}.Argv()
-	must(t, err, "contender args")
-	p := startContender(t, curator(ctx, argv...))
-	p.waitReady(t)
+	})...))[0]
 	p.waitLine(t, "MEMBERS curator-1=curator-1")
 
 	s := e.session()

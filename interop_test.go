@@ -41,24 +41,20 @@ func TestMutexInterop(t *testing.T) {
 			lock := e.path + "/" + c.name
 			marker, start := t.TempDir(), filepath.Join(t.TempDir(), "start")
 			args := func(id string) []string {
-				argv, err := interop.Args{
+				return argv(t, interop.Args{
 					Connect: strings.Join(e.servers, ","), Path: lock, Recipe: "mutex",
 					Count: 10, Hold: 5 * time.Millisecond, Marker: marker, ID: id,
 					StartFile: start, KazooStockNaming: c.stockKazoo,
-				}.Argv()
-				must(t, err, "contender args")
-				return argv
+				})
 			}
-			var procs []*contenderProc
+			var cmds []*exec.Cmd
 			for i := range c.curators {
-				procs = append(procs, startContender(t, curator(ctx, args(fmt.Sprintf("curator-%d", i))...)))
+				cmds = append(cmds, curator(ctx, args(fmt.Sprintf("curator-%d", i))...))
 			}
 			for i := range c.kazoos {
-				procs = append(procs, startContender(t, interop.Kazoo(ctx, args(fmt.Sprintf("kazoo-%d", i))...)))
+				cmds = append(cmds, interop.Kazoo(ctx, args(fmt.Sprintf("kazoo-%d", i))...))
 			}
-			for _, p := range procs {
-				p.waitReady(t)
-			}
+			procs := startReady(t, cmds...)
 			must(t, os.WriteFile(start, nil, 0o644), "start barrier")
 
 			var wg sync.WaitGroup
@@ -138,6 +134,35 @@ type contenderProc struct {
 	mu    sync.Mutex
 	lines []string
 	seen  int // lines before this one were matched by waitLine
+}
+
+// argv renders a contender's command line, failing the test on bad Args.
+func argv(t *testing.T, a interop.Args) []string {
+	t.Helper()
+	argv, err := a.Argv()
+	must(t, err, "contender args")
+	return argv
+}
+
+// startReady starts the contenders together (their start-up overlaps) and
+// waits until every one has printed READY.
+func startReady(t *testing.T, cmds ...*exec.Cmd) []*contenderProc {
+	t.Helper()
+	procs := make([]*contenderProc, len(cmds))
+	for i, cmd := range cmds {
+		procs[i] = startContender(t, cmd)
+	}
+	for _, p := range procs {
+		p.waitReady(t)
+	}
+	return procs
+}
+
+// printed reports whether the contender has printed line so far.
+func (p *contenderProc) printed(line string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Contains(p.lines, line)
 }
 
 func startContender(t *testing.T, cmd *exec.Cmd) *contenderProc {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -390,23 +391,20 @@ func TestRWMutexInterop(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			lock := e.path + "/" + c.name
 			marker, start := t.TempDir(), filepath.Join(t.TempDir(), "start")
-			var procs []*contenderProc
+			var cmds []*exec.Cmd
 			for _, o := range c.others {
-				argv, err := interop.Args{
+				argv := argv(t, interop.Args{
 					Connect: strings.Join(e.servers, ","), Path: lock, Recipe: o.recipe,
 					Count: 8, Hold: 5 * time.Millisecond, Marker: marker, ID: o.id,
 					StartFile: start, KazooStockNaming: c.stockKazoo,
-				}.Argv()
-				must(t, err, "contender args")
+				})
 				if o.java {
-					procs = append(procs, startContender(t, curator(ctx, argv...)))
+					cmds = append(cmds, curator(ctx, argv...))
 				} else {
-					procs = append(procs, startContender(t, interop.Kazoo(ctx, argv...)))
+					cmds = append(cmds, interop.Kazoo(ctx, argv...))
 				}
 			}
-			for _, p := range procs {
-				p.waitReady(t)
-			}
+			procs := startReady(t, cmds...)
 			must(t, os.WriteFile(start, nil, 0o644), "start barrier")
 			runRWContenders(t, ctx, e, lock, marker, 4, 8)
 			for _, p := range procs {

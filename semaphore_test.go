@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -221,19 +222,15 @@ func TestSemaphoreInterop(t *testing.T) {
 	const permits, rounds = 2, 10
 	path := e.path + "/semaphore"
 	marker, start := t.TempDir(), filepath.Join(t.TempDir(), "start")
-	var procs []*contenderProc
+	var cmds []*exec.Cmd
 	for i := range 3 {
-		argv, err := interop.Args{
+		cmds = append(cmds, curator(ctx, argv(t, interop.Args{
 			Connect: strings.Join(e.servers, ","), Path: path, Recipe: "semaphore", Leases: permits,
 			Count: rounds, Hold: 20 * time.Millisecond, Marker: marker, ID: fmt.Sprintf("curator-%d", i),
 			StartFile: start,
-		}.Argv()
-		must(t, err, "contender args")
-		procs = append(procs, startContender(t, curator(ctx, argv...)))
+		})...))
 	}
-	for _, p := range procs {
-		p.waitReady(t)
-	}
+	procs := startReady(t, cmds...)
 	must(t, os.WriteFile(start, nil, 0o644), "start barrier")
 
 	var (
