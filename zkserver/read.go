@@ -105,7 +105,7 @@ func (s *Server) readNode(c *conn, r *jute.Request) (int32, []byte) {
 		if r.Watch {
 			s.watches.add(true, r.Path, c, modeStandard)
 		}
-		e.Buffer(orEmptyBytes(n.data))
+		e.Buffer(n.data) // null stays null, as in ZooKeeper
 		n.clientStat().Encode(e)
 		return 0, e.Bytes()
 	}
@@ -124,13 +124,6 @@ func orEmpty(v []string) []string {
 		return []string{}
 	}
 	return v
-}
-
-func orEmptyBytes(p []byte) []byte {
-	if p == nil {
-		return []byte{}
-	}
-	return p
 }
 
 // redactDigests hides the password hashes of digest ACL entries from a

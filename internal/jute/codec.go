@@ -231,3 +231,13 @@ func ReadFrameBody(r io.Reader, n int32, max int) ([]byte, error) {
 	}
 	return p, nil
 }
+
+// AppendFrame appends r as one frame (length prefix, header and record)
+// to dst and returns the extended slice.
+func AppendFrame(dst []byte, r *Request) []byte {
+	start := len(dst)
+	e := Encoder{b: append(dst, 0, 0, 0, 0)}
+	r.Encode(&e)
+	binary.BigEndian.PutUint32(e.b[start:], uint32(len(e.b)-start-4))
+	return e.b
+}

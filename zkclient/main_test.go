@@ -1,0 +1,136 @@
+package zkclient_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// One server (real ZooKeeper, or zkserver with ZKTEST_SERVER=zkserver)
+// serves the package; each test works under a path of its own.
+var (
+	shared    *zktest.Cluster
+	sharedErr error
+)
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	shared, sharedErr = zktest.Start(ctx, zktest.Options{})
+	cancel()
+	code := m.Run()
+	if shared != nil {
+		shared.Close()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+
+// env is one test's server, base path and context.
+type env struct {
+	t    *testing.T
+	addr string
+	base string
+	ctx  context.Context
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	zktest.SkipOrFail(t, sharedErr)
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	e := &env{t: t, addr: shared.Addr(0), base: "/zkclient/" + unsafeChars.ReplaceAllString(t.Name(), "_"), ctx: ctx}
+	admin := e.connect()
+	mkdirs(t, admin, e.base)
+	t.Cleanup(func() {
+		a := e.connectTo(e.addr)
+		deleteTree(t, a, e.base)
+		a.Close()
+	})
+	admin.Close()
+	return e
+}
+
+func (e *env) connect(opts ...zkclient.Option) *zkclient.Client {
+	e.t.Helper()
+	return e.connectTo(e.addr, opts...)
+}
+
+func (e *env) connectTo(addr string, opts ...zkclient.Option) *zkclient.Client {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+	defer cancel()
+	c, err := zkclient.Connect(ctx, []string{addr}, append([]zkclient.Option{zkclient.WithSessionTimeout(4 * time.Second)}, opts...)...)
+	if err != nil {
+		e.t.Fatalf("connect %s: %v", addr, err)
+	}
+	return c
+}
+
+func mkdirs(t *testing.T, c *zkclient.Client, p string) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 1; i <= len(p); i++ {
+		if i == len(p) || p[i] == '/' {
+			_, err := c.Create(ctx, p[:i], nil, zkclient.Persistent, zkclient.WorldACL(zkclient.PermAll))
+			if err != nil && !isCode(err, zkclient.ErrNodeExists) {
+				t.Fatalf("create %s: %v", p[:i], err)
+			}
+		}
+	}
+}
+
+func deleteTree(t *testing.T, c *zkclient.Client, p string) {
+	ctx := context.Background()
+	kids, _, err := c.Children(ctx, p)
+	if err != nil {
+		return
+	}
+	for _, k := range kids {
+		deleteTree(t, c, p+"/"+k)
+	}
+	c.Delete(ctx, p, -1)
+}
+
+func isCode(err error, code zkclient.Code) bool {
+	var c zkclient.Code
+	for e := err; e != nil; {
+		if x, ok := e.(zkclient.Code); ok {
+			c = x
+			return c == code
+		}
+		u, ok := e.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		e = u.Unwrap()
+	}
+	return false
+}
+
+// recv waits for a one-shot watch's event.
+func recv(t *testing.T, w *zkclient.Watch, d time.Duration) (zkclient.Event, bool) {
+	t.Helper()
+	select {
+	case ev := <-w.Event():
+		return ev, true
+	case <-time.After(d):
+		return zkclient.Event{}, false
+	}
+}
