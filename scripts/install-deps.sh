@@ -6,6 +6,9 @@ set -euo pipefail
 
 need=()
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
+# Netty, for zktest's Options.TLS; zookeeper pulls it in, but its jar's
+# manifest does not name netty-codec.
+[ -f /usr/share/java/netty-codec.jar ] || need+=(libnetty-java)
 [ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
 [ -f /usr/share/java/slf4j-nop.jar ] || need+=(libslf4j-java)
 /usr/bin/python3 -c 'import kazoo' 2>/dev/null || need+=(python3-kazoo)

@@ -24,6 +24,7 @@ type Cluster struct {
 	dir     string
 	members []*member
 	emb     *zkserver.Server // the server when ZKTEST_SERVER=zkserver, else nil
+	tls     *tlsMaterial     // the certificates when Options.TLS, else nil
 
 	mu     sync.Mutex // guards closed against starting processes
 	closed bool
@@ -56,6 +57,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.TLS && !j.netty {
+		return nil, &unavailableError{"Options.TLS needs Netty's jars on the class path (" + nettyHint + ")"}
+	}
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
@@ -78,6 +82,11 @@ func start(ctx context.Context, opts Options, j jvm) (c *Cluster, err error) {
 			c = nil
 		}
 	}()
+	if opts.TLS {
+		if c.tls, err = newTLSMaterial(filepath.Join(dir, "tls")); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.layout(); err != nil {
 		return nil, err
 	}
@@ -107,7 +116,11 @@ func start(ctx context.Context, opts Options, j jvm) (c *Cluster, err error) {
 // layout creates the members' directories and configuration files.
 func (c *Cluster) layout() error {
 	n := c.opts.Servers
-	ports, err := freePorts(3 * n)
+	per := 3 // client, peer and election ports
+	if c.tls != nil {
+		per++ // and the secure client port
+	}
+	ports, err := freePorts(per * n)
 	if err != nil {
 		return err
 	}
@@ -123,9 +136,12 @@ func (c *Cluster) layout() error {
 			dataDir:      filepath.Join(dir, "data"),
 			cfgPath:      filepath.Join(dir, "zoo.cfg"),
 			logPath:      filepath.Join(dir, "zookeeper.log"),
-			clientPort:   ports[3*i],
-			peerPort:     ports[3*i+1],
-			electionPort: ports[3*i+2],
+			clientPort:   ports[per*i],
+			peerPort:     ports[per*i+1],
+			electionPort: ports[per*i+2],
+		}
+		if c.tls != nil {
+			m.securePort = ports[per*i+3]
 		}
 		if log != nil {
 			m.log, m.tail = log, new(tailBuffer)
@@ -142,7 +158,7 @@ func (c *Cluster) layout() error {
 				return fmt.Errorf("zktest: %w", err)
 			}
 		}
-		if err := os.WriteFile(m.cfgPath, []byte(config(c.opts, m, c.members)), 0o644); err != nil {
+		if err := os.WriteFile(m.cfgPath, []byte(config(c.opts, m, c.members, c.tls)), 0o644); err != nil {
 			return fmt.Errorf("zktest: %w", err)
 		}
 	}
@@ -159,19 +175,24 @@ func (c *Cluster) waitServing(ctx context.Context, m *member) error {
 	for {
 		pollCtx, cancel := context.WithTimeout(ctx, time.Second)
 		mode, err := m.mode(pollCtx)
-		cancel()
-		if err == nil && c.serving(mode) {
-			return nil
-		}
-		if err == nil {
+		if err == nil && !c.serving(mode) {
 			err = fmt.Errorf("mode %s", mode)
+		}
+		if err == nil && c.tls != nil {
+			// A standalone server opens its secure port after it
+			// answers on the plain one.
+			err = c.checkSecure(pollCtx, m)
+		}
+		cancel()
+		if err == nil {
+			return nil
 		}
 		last = err
 		select {
 		case <-exited:
 			return m.failure("exited before serving", nil)
 		case <-ctx.Done():
-			return m.failure(fmt.Sprintf("not serving: %v (last srvr: %v)", ctx.Err(), last), ctx.Err())
+			return m.failure(fmt.Sprintf("not serving: %v (last check: %v)", ctx.Err(), last), ctx.Err())
 		case <-tick.C:
 		}
 	}

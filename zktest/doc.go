@@ -4,7 +4,9 @@
 // ensemble of JVMs on free loopback ports, each member in its own temporary
 // directory, and returns once every member serves clients. The Cluster it
 // returns can stop, kill and restart members to exercise failover, and
-// Close removes everything it started.
+// Close removes everything it started. With Options.TLS every member also
+// serves TLS clients on a secure port, with certificates made at Start
+// (SecureAddrs, ClientTLS, TLSFiles).
 //
 // For fault injection between one client and one server, Proxy forwards TCP
 // connections and can delay, pause, blackhole or cut them, including a

@@ -12,7 +12,8 @@ import (
 // ServerEnv names the environment variable that chooses what Start runs
 // for a standalone server (Options.Servers <= 1): "zookeeper" (the
 // default) starts a real ZooKeeper in a JVM, "zkserver" the embedded
-// zkserver in this process. Ensembles always run real ZooKeeper.
+// zkserver in this process. Ensembles, and servers with Options.TLS
+// (zkserver has no TLS), always run real ZooKeeper.
 const ServerEnv = "ZKTEST_SERVER"
 
 // serverKind returns the server kind ServerEnv selects.
@@ -30,7 +31,7 @@ func serverKind() (string, error) {
 // useEmbedded reports whether Start should run zkserver for opts.
 func useEmbedded(opts Options) (bool, error) {
 	kind, err := serverKind()
-	return kind == "zkserver" && opts.Servers <= 1, err
+	return kind == "zkserver" && opts.Servers <= 1 && !opts.TLS, err
 }
 
 // startEmbedded returns a Cluster of one member served by zkserver, with

@@ -26,6 +26,7 @@ func (e *unavailableError) Error() string { return "zktest: " + e.msg }
 type jvm struct {
 	java      string
 	classpath string
+	netty     bool // the class path has what NettyServerCnxnFactory needs (Options.TLS)
 }
 
 // Available reports whether ZooKeeper can be started: it returns nil when a
@@ -51,11 +52,11 @@ func findJVM() (jvm, error) {
 	if err != nil {
 		return jvm{}, err
 	}
-	cp, err := findClasspath()
+	cp, netty, err := findClasspath()
 	if err != nil {
 		return jvm{}, err
 	}
-	return jvm{java: java, classpath: cp}, nil
+	return jvm{java: java, classpath: cp, netty: netty}, nil
 }
 
 func findJava() (string, error) {
@@ -73,42 +74,79 @@ func findJava() (string, error) {
 	return p, nil
 }
 
-func findClasspath() (string, error) {
+// debianNettyJars are the Netty jars (Debian package libnetty-java, a
+// dependency of zookeeper) that NettyServerCnxnFactory and its TLS
+// handler load. The manifest of the Debian zookeeper.jar names only
+// some of them (buffer, common, handler, transport, epoll): it lacks
+// codec, which SslHandler extends, resolver and the native epoll
+// transport's unix-common.
+var debianNettyJars = []string{
+	"netty-buffer.jar",
+	"netty-codec.jar",
+	"netty-common.jar",
+	"netty-handler.jar",
+	"netty-resolver.jar",
+	"netty-transport.jar",
+	"netty-transport-native-epoll.jar",
+	"netty-transport-native-unix-common.jar",
+}
+
+// nettyHint tells a reader how to get the Netty jars that Options.TLS needs.
+const nettyHint = "install them with `apt-get install -y libnetty-java`, or use a ZooKeeper release, whose lib/ has them"
+
+// findClasspath returns ZooKeeper's class path and whether it has the
+// jars that Netty's connection factory, and so Options.TLS, needs.
+func findClasspath() (cp string, netty bool, err error) {
 	if home := os.Getenv("ZOOKEEPER_HOME"); home != "" {
 		return homeClasspath(home)
 	}
 	if _, err := os.Stat(debianJar); err != nil {
-		return "", &unavailableError{fmt.Sprintf("ZooKeeper not found (%s missing and ZOOKEEPER_HOME unset); %s", debianJar, installHint)}
+		return "", false, &unavailableError{fmt.Sprintf("ZooKeeper not found (%s missing and ZOOKEEPER_HOME unset); %s", debianJar, installHint)}
 	}
-	cp := []string{debianJar}
+	jars := []string{debianJar}
+	dir := filepath.Dir(debianJar)
 	// The Debian jar names no logging backend, so ZooKeeper would log
 	// nothing. slf4j-simple (a dependency of the package) writes the log
 	// to stderr, which ends up in the member's log.
-	if simple := filepath.Join(filepath.Dir(debianJar), "slf4j-simple.jar"); fileExists(simple) {
-		cp = append(cp, simple)
+	if simple := filepath.Join(dir, "slf4j-simple.jar"); fileExists(simple) {
+		jars = append(jars, simple)
 	}
-	return strings.Join(cp, string(os.PathListSeparator)), nil
+	// Unused jars cost nothing: only a TLS cluster loads Netty's classes.
+	// Without the epoll ones Netty falls back to NIO.
+	netty = true
+	for _, name := range debianNettyJars {
+		if j := filepath.Join(dir, name); fileExists(j) {
+			jars = append(jars, j)
+		} else if !strings.Contains(name, "-native-") {
+			netty = false
+		}
+	}
+	return strings.Join(jars, string(os.PathListSeparator)), netty, nil
 }
 
 // homeClasspath lists the jars of an unpacked release: lib/*.jar and *.jar,
 // plus conf/ so that its logging configuration is found.
-func homeClasspath(home string) (string, error) {
+func homeClasspath(home string) (string, bool, error) {
 	lib, _ := filepath.Glob(filepath.Join(home, "lib", "*.jar"))
 	top, _ := filepath.Glob(filepath.Join(home, "*.jar"))
 	jars := append(lib, top...)
-	found := false
+	found, netty := false, false
 	for _, j := range jars {
-		if strings.HasPrefix(filepath.Base(j), "zookeeper-") {
+		base := filepath.Base(j)
+		if strings.HasPrefix(base, "zookeeper-") {
 			found = true
+		}
+		if strings.HasPrefix(base, "netty-codec-") || strings.HasPrefix(base, "netty-all-") {
+			netty = true
 		}
 	}
 	if !found {
-		return "", &unavailableError{fmt.Sprintf("ZOOKEEPER_HOME=%s holds no zookeeper-*.jar in lib/ or at the top; %s", home, installHint)}
+		return "", false, &unavailableError{fmt.Sprintf("ZOOKEEPER_HOME=%s holds no zookeeper-*.jar in lib/ or at the top; %s", home, installHint)}
 	}
 	if conf := filepath.Join(home, "conf"); fileExists(conf) {
 		jars = append(jars, conf)
 	}
-	return strings.Join(jars, string(os.PathListSeparator)), nil
+	return strings.Join(jars, string(os.PathListSeparator)), netty, nil
 }
 
 func fileExists(name string) bool {

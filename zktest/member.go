@@ -27,6 +27,7 @@ type member struct {
 	clientPort   int
 	peerPort     int
 	electionPort int
+	securePort   int         // the TLS client port, 0 without Options.TLS
 	log          io.Writer   // shared Options.Log, or nil
 	tail         *tailBuffer // the end of what went to log
 

@@ -9,17 +9,19 @@ import (
 
 // StartT starts ZooKeeper like Start and closes it when the test ends
 // (tb.Cleanup). If Java or ZooKeeper is not installed it skips the test
-// with the reason, or fails it when running in CI (see SkipOrFail); any
-// other startup error fails the test.
+// with the reason, or fails it when running in CI (see SkipOrFail), also
+// when only opts need them (an ensemble or Options.TLS under
+// ZKTEST_SERVER=zkserver, or TLS without Netty's jars); any other startup
+// error fails the test.
 func StartT(tb testing.TB, opts Options) *Cluster {
 	tb.Helper()
 	SkipOrFail(tb, Available())
 	ctx, cancel := context.WithTimeout(tb.Context(), defaultStartTimeout)
 	defer cancel()
 	c, err := Start(ctx, opts)
-	if err != nil {
-		tb.Fatalf("%v", err)
-	}
+	// Available does not know opts: an ensemble or a TLS server needs Java
+	// even with ZKTEST_SERVER=zkserver.
+	SkipOrFail(tb, err)
 	tb.Cleanup(func() {
 		if err := c.Close(); err != nil {
 			tb.Errorf("%v", err)
