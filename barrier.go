@@ -7,8 +7,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // Barrier is a gate on a ZooKeeper path, like Apache Curator's
@@ -39,15 +39,15 @@ func (b *Barrier) Set(ctx context.Context) error {
 	}
 	s := b.s
 	for missing := 0; ; {
-		_, err := s.create(ctx, b.path, nil, 0)
+		_, err := s.create(ctx, b.path, nil, zkclient.Persistent)
 		switch {
-		case err == nil, errors.Is(err, zk.ErrNodeExists):
+		case err == nil, errors.Is(err, zkclient.ErrNodeExists):
 			return nil
 		case errors.Is(err, ErrConnectionLoss):
 			if err := s.awaitUp(ctx); err != nil {
 				return fmt.Errorf("zkrecipes: set barrier %s: %w", b.path, err)
 			}
-		case errors.Is(err, zk.ErrNoNode) && missing < 3:
+		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
 			missing++
 			if ps := parents(b.path); len(ps) > 0 {
 				if err := s.ensurePath(ctx, ps[len(ps)-1]); err != nil {
@@ -80,21 +80,23 @@ func (b *Barrier) Wait(ctx context.Context) error {
 		return b.err
 	}
 	for {
-		set, ch, err := b.s.existsW(ctx, b.path)
+		set, w, err := b.s.existsW(ctx, b.path)
 		if err != nil {
 			return fmt.Errorf("zkrecipes: wait on barrier %s: %w", b.path, err)
 		}
 		if !set {
+			w.stop()
 			return nil
 		}
 		select {
-		case ev := <-ch:
-			if ev.Type == zk.EventNodeDeleted {
+		case ev := <-w.event():
+			if ev.Type == zkclient.EventNodeDeleted {
 				return nil // removed, even if set again since
 			}
 		case <-ctx.Done():
+			w.stop()
 			return fmt.Errorf("zkrecipes: wait on barrier %s: %w", b.path, ctx.Err())
-		case <-b.s.done:
+		case <-b.s.Done():
 			return fmt.Errorf("zkrecipes: wait on barrier %s: %w", b.path, b.s.Err())
 		}
 	}
@@ -180,10 +182,11 @@ func (b *DoubleBarrier) enter(ctx context.Context, name string) error {
 	}
 	// Watch "ready" before our node exists: whoever counts us and creates
 	// it does so after this watch is set, so we cannot miss it.
-	open, ch, err := s.existsW(ctx, ready)
+	open, w, err := s.existsW(ctx, ready)
 	if err != nil {
 		return err
 	}
+	defer w.stop() // a no-op once it fired
 	if err := createEphemeral(ctx, s, b.path+"/"+name, nil); err != nil {
 		return err
 	}
@@ -195,20 +198,20 @@ func (b *DoubleBarrier) enter(ctx context.Context, name string) error {
 		return err
 	}
 	if len(members(kids)) >= b.n {
-		_, err := s.create(ctx, ready, nil, zk.FlagEphemeral)
+		_, err := s.create(ctx, ready, nil, zkclient.Ephemeral)
 		for errors.Is(err, ErrConnectionLoss) {
 			if err = s.awaitUp(ctx); err == nil {
-				_, err = s.create(ctx, ready, nil, zk.FlagEphemeral)
+				_, err = s.create(ctx, ready, nil, zkclient.Ephemeral)
 			}
 		}
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
 			return err
 		}
 		return nil
 	}
 	select {
-	case ev := <-ch:
-		if ev.Type == zk.EventNodeCreated {
+	case ev := <-w.event():
+		if ev.Type == zkclient.EventNodeCreated {
 			return nil
 		}
 		if err := s.Err(); err != nil {
@@ -217,7 +220,7 @@ func (b *DoubleBarrier) enter(ctx context.Context, name string) error {
 		return fmt.Errorf("zkrecipes: unexpected %v on %s", ev.Type, ready)
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-s.done:
+	case <-s.Done():
 		return s.Err()
 	}
 }
@@ -270,7 +273,7 @@ func (b *DoubleBarrier) leave(ctx context.Context, name string) error {
 	deleted := false
 	for {
 		kids, err := s.children(ctx, b.path)
-		if errors.Is(err, zk.ErrNoNode) {
+		if errors.Is(err, zkclient.ErrNoNode) {
 			return nil
 		}
 		if err != nil {
@@ -303,18 +306,20 @@ func (b *DoubleBarrier) leave(ctx context.Context, name string) error {
 			}
 			wait = ms[0] // wait for the lowest, which goes last
 		}
-		there, ch, err := s.existsW(ctx, b.path+"/"+wait)
+		there, w, err := s.existsW(ctx, b.path+"/"+wait)
 		if err != nil {
 			return err
 		}
 		if !there {
+			w.stop()
 			continue
 		}
 		select {
-		case <-ch:
+		case <-w.event():
 		case <-ctx.Done():
+			w.stop()
 			return ctx.Err()
-		case <-s.done:
+		case <-s.Done():
 			return s.Err()
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // latchKind is Curator LeaderLatch's node name: "_c_<uuid>-latch-<seq>",
@@ -90,14 +90,14 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 	}
 	for {
 		cs, err := e.st.q.contenders(ctx)
-		if errors.Is(err, zk.ErrNoNode) || err == nil && len(cs) == 0 {
+		if errors.Is(err, zkclient.ErrNoNode) || err == nil && len(cs) == 0 {
 			return "", fmt.Errorf("zkrecipes: leader of %s: %w", e.st.q.dir, ErrNoLeader)
 		}
 		if err != nil {
 			return "", fmt.Errorf("zkrecipes: leader of %s: %w", e.st.q.dir, err)
 		}
 		data, _, err := e.st.q.s.getData(ctx, e.st.q.dir+"/"+cs[0].name)
-		if errors.Is(err, zk.ErrNoNode) {
+		if errors.Is(err, zkclient.ErrNoNode) {
 			continue // the leader left between listing and reading: look again
 		}
 		if err != nil {
@@ -149,7 +149,7 @@ func (e *Election) observe(ctx context.Context, out chan<- string) {
 		case <-wake:
 		case <-ctx.Done():
 			return
-		case <-s.done:
+		case <-s.Done():
 			return
 		}
 	}
@@ -158,42 +158,46 @@ func (e *Election) observe(ctx context.Context, out chan<- string) {
 // leaderW returns the leader's node name and id ("" when nobody campaigns)
 // and a watch that fires when that may change: on the leader's node, or,
 // without a leader, on the election's children or on the path's creation.
-func (e *Election) leaderW(ctx context.Context) (node, id string, wake <-chan zk.Event, err error) {
+func (e *Election) leaderW(ctx context.Context) (node, id string, wake <-chan zkclient.Event, err error) {
 	s, dir := e.st.q.s, e.st.q.dir
 	for {
 		cs, err := e.st.q.contenders(ctx)
-		if errors.Is(err, zk.ErrNoNode) {
-			ok, ch, err := s.existsW(ctx, dir)
-			if err != nil || !ok {
-				return "", "", ch, err
+		if errors.Is(err, zkclient.ErrNoNode) {
+			ok, w, err := s.existsW(ctx, dir)
+			if err != nil {
+				return "", "", nil, err
 			}
+			if !ok {
+				return "", "", w.event(), nil
+			}
+			w.stop()
 			continue
 		}
 		if err != nil {
 			return "", "", nil, err
 		}
 		if len(cs) == 0 {
-			kids, ch, err := s.childrenW(ctx, dir)
-			if errors.Is(err, zk.ErrNoNode) {
+			kids, w, err := s.childrenW(ctx, dir)
+			if errors.Is(err, zkclient.ErrNoNode) {
 				continue
 			}
 			if err != nil {
 				return "", "", nil, err
 			}
 			if cs, err = e.st.q.sorted(kids); err != nil || len(cs) == 0 {
-				return "", "", ch, err
+				return "", "", w.event(), err
 			}
 			// Somebody arrived since the first listing; that child
 			// watch fires at the next change and wakes us needlessly
 			// once at most.
 		}
-		data, ch, err := s.getDataW(ctx, dir+"/"+cs[0].name)
-		if errors.Is(err, zk.ErrNoNode) {
+		data, w, err := s.getDataW(ctx, dir+"/"+cs[0].name)
+		if errors.Is(err, zkclient.ErrNoNode) {
 			continue
 		}
 		if err != nil {
 			return "", "", nil, err
 		}
-		return cs[0].name, string(data), ch, nil
+		return cs[0].name, string(data), w.event(), nil
 	}
 }

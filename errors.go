@@ -1,6 +1,10 @@
 package zkrecipes
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
+)
 
 // Errors returned by the recipes. Compare with errors.Is: the errors a call
 // returns wrap one of these with the detail of what went wrong.
@@ -8,15 +12,21 @@ var (
 	// ErrSessionExpired means the ZooKeeper server expired the session (or the
 	// session was replaced). Every lock, leadership and membership obtained
 	// through it is void, and the Session cannot be used again.
-	ErrSessionExpired = errors.New("zkrecipes: session expired")
+	ErrSessionExpired error = zkclient.ErrSessionExpired
 
 	// ErrSessionClosed means the Session was closed by its owner.
-	ErrSessionClosed = errors.New("zkrecipes: session closed")
+	ErrSessionClosed = zkclient.ErrClosed
 
 	// ErrConnectionLoss means the connection to the server was lost while a
 	// request was in flight; the session may still be alive. Recipes retry
 	// across it where that is safe and only return it when they cannot.
-	ErrConnectionLoss = errors.New("zkrecipes: connection to ZooKeeper lost")
+	ErrConnectionLoss error = zkclient.ErrConnectionLoss
+
+	// ErrReleaseUnconfirmed means a release (Unlock, Resign, Leave) could
+	// not be confirmed within the session timeout although the caller's
+	// context was still live: the node may still be there. It goes when
+	// the session ends (Close the Session to be sure).
+	ErrReleaseUnconfirmed = errors.New("zkrecipes: release not confirmed by the server")
 
 	// ErrLocked is returned by TryLock when another contender holds the lock.
 	ErrLocked = errors.New("zkrecipes: held by another contender")

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // Member is one member of a group: its id and the data it published.
@@ -65,7 +65,7 @@ func JoinGroup(ctx context.Context, s *Session, path, memberID string, data []by
 func createEphemeral(ctx context.Context, s *Session, p string, data []byte) error {
 	lost, missing := false, 0
 	for {
-		_, err := s.create(ctx, p, data, zk.FlagEphemeral)
+		_, err := s.create(ctx, p, data, zkclient.Ephemeral)
 		switch {
 		case err == nil:
 			return nil
@@ -74,14 +74,14 @@ func createEphemeral(ctx context.Context, s *Session, p string, data []byte) err
 			if err := s.awaitUp(ctx); err != nil {
 				return err
 			}
-		case errors.Is(err, zk.ErrNoNode) && missing < 3:
+		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
 			missing++
 			if err := s.ensurePath(ctx, p[:strings.LastIndexByte(p, '/')]); err != nil {
 				return err
 			}
-		case errors.Is(err, zk.ErrNodeExists):
+		case errors.Is(err, zkclient.ErrNodeExists):
 			st, err := s.stat(ctx, p)
-			if errors.Is(err, zk.ErrNoNode) {
+			if errors.Is(err, zkclient.ErrNoNode) {
 				continue // gone meanwhile: try again
 			}
 			if err != nil {
@@ -110,7 +110,7 @@ func (g *Group) Update(ctx context.Context, data []byte) error {
 	}
 	st, err := g.s.setData(ctx, g.node, data, -1)
 	switch {
-	case errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, zkclient.ErrNoNode):
 		if e := g.s.Err(); e != nil {
 			err = e
 		} else {
@@ -173,7 +173,7 @@ func (g *Group) Leave(ctx context.Context) error {
 	if err == nil && st.EphemeralOwner == g.s.ID() {
 		err = g.s.remove(cctx, g.node)
 	}
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
 		return fmt.Errorf("zkrecipes: leave %s as %q: %w", g.dir, g.id, err)
 	}
 	return nil
@@ -210,7 +210,7 @@ func GroupMembers(ctx context.Context, s *Session, path string) ([]Member, error
 		return nil, err
 	}
 	kids, err := s.children(ctx, path)
-	if errors.Is(err, zk.ErrNoNode) {
+	if errors.Is(err, zkclient.ErrNoNode) {
 		return nil, nil
 	}
 	if err != nil {
@@ -220,7 +220,7 @@ func GroupMembers(ctx context.Context, s *Session, path string) ([]Member, error
 	ms := make([]Member, 0, len(kids))
 	for _, k := range kids {
 		data, _, err := s.getData(ctx, path+"/"+k)
-		if errors.Is(err, zk.ErrNoNode) {
+		if errors.Is(err, zkclient.ErrNoNode) {
 			continue // left meanwhile
 		}
 		if err != nil {
@@ -281,7 +281,7 @@ func watchGroup(ctx context.Context, s *Session, dir string, out chan<- []Member
 		case <-w.wake:
 		case <-ctx.Done():
 			return
-		case <-s.done:
+		case <-s.Done():
 			return
 		}
 	}
@@ -304,7 +304,7 @@ type groupWatch struct {
 }
 
 // forward waits (until ctx ends) for one watch event and records it.
-func (w *groupWatch) forward(ctx context.Context, ch <-chan zk.Event, member string) {
+func (w *groupWatch) forward(ctx context.Context, ch <-chan zkclient.Event, member string) {
 	go func() {
 		select {
 		case <-ch:
@@ -338,31 +338,32 @@ func (w *groupWatch) refresh(ctx context.Context, s *Session, dir string) ([]Mem
 	w.mu.Unlock()
 
 	for !w.childArmed {
-		kids, ch, err := s.childrenW(ctx, dir)
-		if errors.Is(err, zk.ErrNoNode) {
+		kids, cw, err := s.childrenW(ctx, dir)
+		if errors.Is(err, zkclient.ErrNoNode) {
 			var ok bool
-			if ok, ch, err = s.existsW(ctx, dir); err == nil && ok {
+			if ok, cw, err = s.existsW(ctx, dir); err == nil && ok {
+				cw.stop()
 				continue // created meanwhile: list it
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
-		w.forward(ctx, ch, "")
+		w.forward(ctx, cw.event(), "")
 		w.childArmed, w.names = true, kids
 	}
 	ms := make([]Member, 0, len(w.names))
 	for _, k := range w.names {
 		if !w.armed[k] {
-			data, ch, err := s.getDataW(ctx, dir+"/"+k)
-			if errors.Is(err, zk.ErrNoNode) {
+			data, dw, err := s.getDataW(ctx, dir+"/"+k)
+			if errors.Is(err, zkclient.ErrNoNode) {
 				delete(w.data, k) // left; the child watch tells
 				continue
 			}
 			if err != nil {
 				return nil, err
 			}
-			w.forward(ctx, ch, k)
+			w.forward(ctx, dw.event(), k)
 			w.armed[k], w.data[k] = true, data
 		}
 		if d, ok := w.data[k]; ok {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // nodeHold is a holding embodied by one node of this session (a leadership,
@@ -31,8 +31,8 @@ func (s *Session) holdNode(p string) *nodeHold {
 func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
 	defer close(h.done)
 	for {
-		_, ch, err := s.getDataW(ctx, p)
-		if errors.Is(err, zk.ErrNoNode) {
+		_, w, err := s.getDataW(ctx, p)
+		if errors.Is(err, zkclient.ErrNoNode) {
 			h.release()
 			return
 		}
@@ -40,16 +40,18 @@ func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
 			return // end was called, or the session is over (which voided the holding)
 		}
 		select {
-		case ev := <-ch:
-			if ev.Type == zk.EventNodeDeleted {
+		case ev := <-w.event():
+			if ev.Type == zkclient.EventNodeDeleted {
 				h.release()
 				return
 			}
-			// Data changed, or the watch was dropped with the connection:
-			// look again.
+			// Data changed: look again (NotWatching: the session is
+			// over, and the next call says so).
 		case <-h.lost:
+			w.stop()
 			return
 		case <-ctx.Done():
+			w.stop()
 			return
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // QueueEntry is one contender queued under a lock or election path, as
@@ -65,7 +65,7 @@ func Inspect(ctx context.Context, s *Session, path string) (QueueView, error) {
 	}
 	q := &queue{s: s, dir: path, kinds: queueKinds}
 	kids, err := s.children(ctx, path)
-	if errors.Is(err, zk.ErrNoNode) {
+	if errors.Is(err, zkclient.ErrNoNode) {
 		return v, nil
 	}
 	if err != nil {
@@ -87,7 +87,7 @@ func Inspect(ctx context.Context, s *Session, path string) (QueueView, error) {
 	rw := false    // whether readers or writers are queued
 	for _, c := range cs {
 		data, st, err := s.getData(ctx, path+"/"+c.name)
-		if errors.Is(err, zk.ErrNoNode) {
+		if errors.Is(err, zkclient.ErrNoNode) {
 			continue // left meanwhile
 		}
 		if err != nil {

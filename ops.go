@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // Stats counts the requests a Session sent and the watch events it received
@@ -22,7 +21,7 @@ type Stats struct {
 }
 
 type counters struct {
-	creates, deletes, listings, reads, watchEvents atomic.Int64
+	creates, deletes, listings, reads atomic.Int64
 }
 
 // Stats returns the session's counters.
@@ -32,88 +31,29 @@ func (s *Session) Stats() Stats {
 		Deletes:     s.stats.deletes.Load(),
 		Listings:    s.stats.listings.Load(),
 		Reads:       s.stats.reads.Load(),
-		WatchEvents: s.stats.watchEvents.Load(),
-	}
-}
-
-// do runs one request f on the connection. The client's calls take no
-// context, so f runs on its own goroutine and do returns early when ctx ends
-// or the session is over; f then finishes on its own (the client fails its
-// requests when the connection closes) and its result is dropped.
-func do[T any](ctx context.Context, s *Session, f func(*zk.Conn) (T, error)) (T, error) {
-	var zero T
-	if err := s.Err(); err != nil {
-		return zero, err
-	}
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
-	if ctx.Done() == nil {
-		v, err := f(s.conn)
-		return v, s.translate(err)
-	}
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := f(s.conn)
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, s.translate(r.err)
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	case <-s.done:
-		return zero, s.Err()
+		WatchEvents: s.c.Notifications(),
 	}
 }
 
 // retry runs an idempotent request, again after each connection loss, while
 // the session lives and ctx allows.
-func retry[T any](ctx context.Context, s *Session, f func(*zk.Conn) (T, error)) (T, error) {
+func retry(ctx context.Context, s *Session, f func() error) error {
 	for {
-		v, err := do(ctx, s, f)
+		err := f()
 		if !errors.Is(err, ErrConnectionLoss) {
-			return v, err
+			return err
 		}
 		if err := s.awaitUp(ctx); err != nil {
-			return v, err
+			return err
 		}
 	}
-}
-
-// translate maps the client's errors to ours; node errors (zk.ErrNoNode, ...)
-// pass unchanged.
-func (s *Session) translate(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, zk.ErrSessionExpired):
-		s.end(ErrSessionExpired)
-		return s.Err()
-	case errors.Is(err, zk.ErrClosing):
-		if e := s.Err(); e != nil {
-			return e
-		}
-		return fmt.Errorf("%w: %v", ErrConnectionLoss, err)
-	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer):
-		if e := s.Err(); e != nil {
-			return e
-		}
-		return fmt.Errorf("%w: %v", ErrConnectionLoss, err)
-	}
-	return err
 }
 
 // cleanupContext returns a context for work that must be attempted even when
 // the caller's context has ended (deleting our own node): not cancelled with
-// parent, bounded by the session timeout (at least 5s).
+// parent, bounded by the session timeout.
 func (s *Session) cleanupContext(parent context.Context) (context.Context, context.CancelFunc) {
-	d := max(s.Timeout(), 5*time.Second)
-	return context.WithTimeout(context.WithoutCancel(parent), d)
+	return context.WithTimeout(context.WithoutCancel(parent), s.Timeout())
 }
 
 // children lists p's children, retrying across connection loss.
@@ -123,39 +63,33 @@ func (s *Session) children(ctx context.Context, p string) ([]string, error) {
 }
 
 // childrenStat lists p's children and returns p's Stat with them.
-func (s *Session) childrenStat(ctx context.Context, p string) ([]string, *zk.Stat, error) {
-	type listing struct {
-		kids []string
-		st   *zk.Stat
-	}
-	l, err := retry(ctx, s, func(c *zk.Conn) (listing, error) {
+func (s *Session) childrenStat(ctx context.Context, p string) (kids []string, st zkclient.Stat, err error) {
+	err = retry(ctx, s, func() error {
 		s.stats.listings.Add(1)
-		kids, st, err := c.Children(p)
-		return listing{kids, st}, err
+		kids, st, err = s.c.Children(ctx, p)
+		return err
 	})
-	return l.kids, l.st, err
+	return kids, st, err
 }
 
-// stat returns p's Stat, or an error wrapping zk.ErrNoNode.
-func (s *Session) stat(ctx context.Context, p string) (*zk.Stat, error) {
-	return retry(ctx, s, func(c *zk.Conn) (*zk.Stat, error) {
+// stat returns p's Stat, or an error wrapping zkclient.ErrNoNode.
+func (s *Session) stat(ctx context.Context, p string) (st zkclient.Stat, err error) {
+	err = retry(ctx, s, func() error {
 		s.stats.reads.Add(1)
-		ok, st, err := c.Exists(p)
-		if err == nil && !ok {
-			err = zk.ErrNoNode
-		}
-		return st, err
+		st, err = s.c.ExistsAsync(p).Wait(ctx)
+		return err
 	})
+	return st, err
 }
 
 // remove deletes p (any version), retrying across connection loss while the
 // session lives. A node already gone counts as deleted.
 func (s *Session) remove(ctx context.Context, p string) error {
-	_, err := retry(ctx, s, func(c *zk.Conn) (struct{}, error) {
+	err := retry(ctx, s, func() error {
 		s.stats.deletes.Add(1)
-		return struct{}{}, c.Delete(p, -1)
+		return s.c.Delete(ctx, p, -1)
 	})
-	if errors.Is(err, zk.ErrNoNode) {
+	if errors.Is(err, zkclient.ErrNoNode) {
 		return nil
 	}
 	return err
@@ -165,125 +99,127 @@ func (s *Session) remove(ctx context.Context, p string) error {
 // the server removes once they are empty.
 func (s *Session) ensurePath(ctx context.Context, p string) error {
 	for _, q := range append(parents(p), p) {
-		_, err := retry(ctx, s, func(c *zk.Conn) (string, error) {
+		err := retry(ctx, s, func() error {
 			s.stats.creates.Add(1)
-			return c.CreateContainer(q, nil, zk.FlagContainer, s.acl)
+			_, err := s.c.Create(ctx, q, nil, zkclient.Container, s.acl)
+			return err
 		})
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
 			return fmt.Errorf("zkrecipes: create %s: %w", q, err)
 		}
 	}
 	return nil
 }
 
+// watched is a one-shot watch a recipe waits on; stop removes it when the
+// recipe gives up on it (the server's watch too, when nobody else of the
+// session needs it).
+type watched struct {
+	s *Session
+	w *zkclient.Watch
+}
+
+// event returns the channel of the watch's one event.
+func (w watched) event() <-chan zkclient.Event { return w.w.Event() }
+
+// stop removes the watch without waiting: the request that removes the
+// server's watch (when nobody else of the session needs it) is sent, its
+// answer not awaited.
+func (w watched) stop() {
+	if w.w == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w.w.Remove(ctx)
+}
+
 // childrenW lists p's children and sets a one-shot child watch, retrying
-// across connection loss. It fails with zk.ErrNoNode, setting no watch, if p
-// does not exist.
-func (s *Session) childrenW(ctx context.Context, p string) ([]string, <-chan zk.Event, error) {
-	type result struct {
-		kids []string
-		ch   <-chan zk.Event
-	}
-	r, err := retry(ctx, s, func(c *zk.Conn) (result, error) {
+// across connection loss. It fails with zkclient.ErrNoNode, setting no
+// watch, if p does not exist.
+func (s *Session) childrenW(ctx context.Context, p string) (kids []string, w watched, err error) {
+	err = retry(ctx, s, func() error {
 		s.stats.listings.Add(1)
-		kids, _, ch, err := c.ChildrenW(p)
-		return result{kids, ch}, err
+		kids, _, w.w, err = s.c.ChildrenW(ctx, p)
+		return err
 	})
-	return r.kids, r.ch, err
+	w.s = s
+	return kids, w, err
 }
 
-// existsW reports whether p exists and sets a one-shot watch that fires when
-// p is created, changed or deleted, retrying across connection loss.
-func (s *Session) existsW(ctx context.Context, p string) (bool, <-chan zk.Event, error) {
-	type result struct {
-		ok bool
-		ch <-chan zk.Event
-	}
-	r, err := retry(ctx, s, func(c *zk.Conn) (result, error) {
+// existsW reports whether p exists and sets a one-shot watch that fires
+// when p is created, changed or deleted, retrying across connection loss.
+func (s *Session) existsW(ctx context.Context, p string) (ok bool, w watched, err error) {
+	err = retry(ctx, s, func() error {
 		s.stats.reads.Add(1)
-		ok, _, ch, err := c.ExistsW(p)
-		return result{ok, ch}, err
+		_, ok, w.w, err = s.c.ExistsW(ctx, p)
+		return err
 	})
-	return r.ok, r.ch, err
+	w.s = s
+	return ok, w, err
 }
 
-// getData returns p's data and Stat, or an error wrapping zk.ErrNoNode.
-func (s *Session) getData(ctx context.Context, p string) ([]byte, *zk.Stat, error) {
-	type result struct {
-		data []byte
-		st   *zk.Stat
-	}
-	r, err := retry(ctx, s, func(c *zk.Conn) (result, error) {
+// getData returns p's data and Stat, or an error wrapping zkclient.ErrNoNode.
+func (s *Session) getData(ctx context.Context, p string) (data []byte, st zkclient.Stat, err error) {
+	err = retry(ctx, s, func() error {
 		s.stats.reads.Add(1)
-		data, st, err := c.Get(p)
-		return result{data, st}, err
+		data, st, err = s.c.Get(ctx, p)
+		return err
 	})
-	return r.data, r.st, err
+	return data, st, err
 }
 
 // getDataW returns p's data and sets a one-shot data watch; it fails with
-// zk.ErrNoNode, setting no watch, if p is gone. This is how a waiter
+// zkclient.ErrNoNode, setting no watch, if p is gone. This is how a waiter
 // watches its predecessor without a gap between listing and watching.
-func (s *Session) getDataW(ctx context.Context, p string) ([]byte, <-chan zk.Event, error) {
-	type result struct {
-		data []byte
-		ch   <-chan zk.Event
-	}
-	r, err := retry(ctx, s, func(c *zk.Conn) (result, error) {
+func (s *Session) getDataW(ctx context.Context, p string) (data []byte, w watched, err error) {
+	err = retry(ctx, s, func() error {
 		s.stats.reads.Add(1)
-		data, _, ch, err := c.GetW(p)
-		return result{data, ch}, err
+		data, _, w.w, err = s.c.GetW(ctx, p)
+		return err
 	})
-	return r.data, r.ch, err
+	w.s = s
+	return data, w, err
 }
 
 // setData writes p's data if its version is version (-1: any), retrying
 // across connection loss. After a loss the write may have been applied by
 // the attempt whose answer was lost: with a version, the retry then fails
-// with zk.ErrBadVersion, and the caller must read to know.
-func (s *Session) setData(ctx context.Context, p string, data []byte, version int32) (*zk.Stat, error) {
-	return retry(ctx, s, func(c *zk.Conn) (*zk.Stat, error) {
-		return c.Set(p, data, version)
+// with zkclient.ErrBadVersion, and the caller must read to know.
+func (s *Session) setData(ctx context.Context, p string, data []byte, version int32) (st zkclient.Stat, err error) {
+	err = retry(ctx, s, func() error {
+		st, err = s.c.Set(ctx, p, data, version)
+		return err
 	})
+	return st, err
 }
 
-// create sends one create of p with flags and returns the path the server
+// create sends one create of p with mode and returns the path the server
 // made (with its sequence number, if sequential). If ctx ends first it still
 // waits, bounded, for the answer and deletes the node if it was made, so an
 // abandoned call leaves nothing behind. It does not retry.
-func (s *Session) create(ctx context.Context, p string, data []byte, flags int32) (string, error) {
-	if err := s.Err(); err != nil {
-		return "", err
+func (s *Session) create(ctx context.Context, p string, data []byte, mode zkclient.CreateMode) (string, error) {
+	r, err := s.createWait(ctx, s.startCreate(p, data, mode))
+	return r.Path, err
+}
+
+// startCreate sends a create without waiting for it.
+func (s *Session) startCreate(p string, data []byte, mode zkclient.CreateMode) *zkclient.Call[zkclient.Created] {
+	s.stats.creates.Add(1)
+	return s.c.CreateAsync(p, data, mode, s.acl)
+}
+
+// createWait waits for a create started by startCreate; if ctx ends first,
+// it waits on (bounded) and deletes the node if it was made.
+func (s *Session) createWait(ctx context.Context, call *zkclient.Call[zkclient.Created]) (zkclient.Created, error) {
+	r, err := call.Wait(ctx)
+	if err == nil || ctx.Err() == nil {
+		return r, err
 	}
-	if err := ctx.Err(); err != nil {
-		return "", err
+	cctx, cancel := s.cleanupContext(ctx)
+	defer cancel()
+	if r, err := call.Wait(cctx); err == nil {
+		s.remove(cctx, r.Path)
 	}
-	type result struct {
-		path string
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		s.stats.creates.Add(1)
-		path, err := s.conn.Create(p, data, flags, s.acl)
-		ch <- result{path, s.translate(err)}
-	}()
-	select {
-	case r := <-ch:
-		return r.path, r.err
-	case <-s.done:
-		return "", s.Err()
-	case <-ctx.Done():
-		cctx, cancel := s.cleanupContext(ctx)
-		defer cancel()
-		select {
-		case r := <-ch:
-			if r.err == nil {
-				s.remove(cctx, r.path)
-			}
-		case <-cctx.Done():
-		case <-s.done:
-		}
-		return "", ctx.Err()
-	}
+	return zkclient.Created{}, ctx.Err()
 }

@@ -8,8 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // This file is the contender queue that the mutex, the read/write lock and
@@ -129,6 +130,10 @@ type ticket struct {
 	prefix string // protected prefix "_c_<uuid>-"
 	name   string // node name once created
 	token  int64  // fencing token, set when it holds (see wait)
+	// first is the listing sent right behind the create, without waiting
+	// for it (the server answers in order, so it shows the new node): the
+	// first look at the queue costs no round trip of its own. nil if none.
+	first *zkclient.Call[zkclient.Listing]
 }
 
 // path returns the ticket's node path ("" before it was created).
@@ -175,21 +180,26 @@ func (q *queue) enter(ctx context.Context, k kind, data []byte) (*ticket, error)
 
 // create makes the ticket's node with Curator's protected-create recovery:
 // after a connection loss the create may or may not have happened, so the
-// parent is searched for a node with our random prefix.
+// parent is searched for a node with our random prefix. The first listing
+// of the queue is sent right behind the create.
 func (t *ticket) create(ctx context.Context, data []byte) error {
 	s, base := t.q.s, t.q.dir+"/"+t.prefix+t.kind.marker
 	for missing := 0; ; {
-		p, err := s.create(ctx, base, data, zk.FlagEphemeralSequential)
+		call := s.startCreate(base, data, zkclient.EphemeralSequential)
+		s.stats.listings.Add(1)
+		t.first = s.c.ChildrenAsync(t.q.dir)
+		r, err := s.createWait(ctx, call)
 		switch {
 		case err == nil:
-			t.name = p[len(t.q.dir)+1:]
+			t.name = r.Path[len(t.q.dir)+1:]
 			return nil
-		case errors.Is(err, zk.ErrNoNode) && missing < 3:
+		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
 			missing++
 			if err := s.ensurePath(ctx, t.q.dir); err != nil {
 				return err
 			}
 		case errors.Is(err, ErrConnectionLoss):
+			t.first = nil
 			if err := s.awaitUp(ctx); err != nil {
 				return err
 			}
@@ -202,7 +212,8 @@ func (t *ticket) create(ctx context.Context, data []byte) error {
 				return nil
 			}
 		default:
-			return fmt.Errorf("zkrecipes: create in %s: %w", t.q.dir, err)
+			t.first = nil
+			return fmt.Errorf("create in %s: %w", t.q.dir, err)
 		}
 	}
 }
@@ -216,14 +227,16 @@ func (t *ticket) requeue(ctx context.Context, data []byte) (*ticket, error) {
 	s := t.q.s
 	n := &ticket{q: t.q, kind: t.kind, prefix: "_c_" + uuid.NewString() + "-"}
 	base := t.q.dir + "/" + n.prefix + t.kind.marker
-	res, err := do(ctx, s, func(c *zk.Conn) ([]zk.MultiResponse, error) {
-		s.stats.deletes.Add(1)
-		s.stats.creates.Add(1)
-		return c.Multi(&zk.DeleteRequest{Path: t.path(), Version: -1},
-			&zk.CreateRequest{Path: base, Data: data, Acl: s.acl, Flags: zk.FlagEphemeralSequential})
-	})
+	s.stats.deletes.Add(1)
+	s.stats.creates.Add(1)
+	call := s.c.MultiAsync(s.c.DeleteOp(t.path(), -1),
+		s.c.CreateOp(base, data, zkclient.EphemeralSequential, s.acl))
+	s.stats.listings.Add(1)
+	n.first = s.c.ChildrenAsync(t.q.dir)
+	res, err := call.Wait(ctx)
 	switch {
 	case errors.Is(err, ErrConnectionLoss):
+		n.first = nil
 		if err := s.awaitUp(ctx); err != nil {
 			return nil, err
 		}
@@ -240,11 +253,11 @@ func (t *ticket) requeue(ctx context.Context, data []byte) (*ticket, error) {
 		return nil, err
 	}
 	for _, r := range res {
-		if r.Error != nil {
-			return nil, fmt.Errorf("zkrecipes: requeue in %s: %w", t.q.dir, r.Error)
+		if r.Err != nil {
+			return nil, fmt.Errorf("requeue in %s: %w", t.q.dir, r.Err)
 		}
 	}
-	n.name = res[1].String[len(t.q.dir)+1:]
+	n.name = res[1].Path[len(t.q.dir)+1:]
 	return n, nil
 }
 
@@ -252,11 +265,11 @@ func (t *ticket) requeue(ctx context.Context, data []byte) (*ticket, error) {
 // prefix that another session owns is never taken as ours: it is deleted.
 func (t *ticket) find(ctx context.Context) (string, error) {
 	s := t.q.s
-	if _, err := retry(ctx, s, func(c *zk.Conn) (string, error) { return c.Sync(t.q.dir) }); err != nil {
+	if err := retry(ctx, s, func() error { return s.c.Sync(ctx, t.q.dir) }); err != nil {
 		return "", err
 	}
 	kids, err := s.children(ctx, t.q.dir)
-	if errors.Is(err, zk.ErrNoNode) {
+	if errors.Is(err, zkclient.ErrNoNode) {
 		return "", nil // the parent (a container) is gone, and our node with it
 	}
 	if err != nil {
@@ -268,7 +281,7 @@ func (t *ticket) find(ctx context.Context) (string, error) {
 		}
 		p := t.q.dir + "/" + k
 		st, err := s.stat(ctx, p)
-		if errors.Is(err, zk.ErrNoNode) {
+		if errors.Is(err, zkclient.ErrNoNode) {
 			continue
 		}
 		if err != nil {
@@ -316,7 +329,7 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 		return fmt.Errorf("%w: %s", ErrNodeLost, t.path())
 	}
 	for {
-		kids, parent, err := s.childrenStat(ctx, q.dir)
+		kids, parent, err := t.list(ctx)
 		if err != nil {
 			return err
 		}
@@ -338,6 +351,20 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 			return err
 		}
 	}
+}
+
+// list returns the queue's children and the parent's Stat: the listing
+// sent behind the create the first time, a new one after that.
+func (t *ticket) list(ctx context.Context) ([]string, zkclient.Stat, error) {
+	if first := t.first; first != nil {
+		t.first = nil
+		if l, err := first.Wait(ctx); err == nil {
+			return l.Names, l.Stat, nil
+		} else if ctx.Err() != nil {
+			return nil, zkclient.Stat{}, err
+		}
+	}
+	return t.q.s.childrenStat(ctx, t.q.dir)
 }
 
 // place is where a ticket stands in one listing of its queue.
@@ -382,32 +409,36 @@ func (t *ticket) await(ctx context.Context, pred string) error {
 		if q.beforeWatch != nil {
 			q.beforeWatch(pred)
 		}
-		_, ch, err := s.getDataW(ctx, pred)
-		if errors.Is(err, zk.ErrNoNode) {
+		_, w, err := s.getDataW(ctx, pred)
+		if errors.Is(err, zkclient.ErrNoNode) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
 		select {
-		case ev := <-ch:
-			if ev.Type == zk.EventNodeDeleted {
+		case ev := <-w.event():
+			switch ev.Type {
+			case zkclient.EventNodeDeleted:
 				return nil
+			case zkclient.EventNotWatching:
+				return s.Err()
 			}
-			// Its data changed, or the watch ended (the connection
-			// closed): watch it again, or fail with the session's error.
+			// Its data changed: watch it again.
 		case <-ctx.Done():
+			w.stop()
 			return ctx.Err()
-		case <-s.done:
+		case <-s.Done():
 			return s.Err()
 		}
 	}
 }
 
-// leave deletes the ticket's node, even when ctx has ended (with a fresh,
-// bounded context), retrying across connection loss while the session lives.
-// If the node's name is unknown (a create whose answer was lost), every node
-// with the ticket's prefix is deleted.
+// leave deletes the ticket's node, even when ctx has ended (with a fresh
+// context bounded by the session timeout), retrying across connection loss
+// while the session lives. If the node's name is unknown (a create whose
+// answer was lost), every node with the ticket's prefix is deleted. When it
+// gives up while ctx is still live, the error wraps ErrReleaseUnconfirmed.
 func (t *ticket) leave(ctx context.Context) error {
 	s := t.q.s
 	if s.Err() != nil {
@@ -415,11 +446,20 @@ func (t *ticket) leave(ctx context.Context) error {
 	}
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
-	if t.name != "" {
-		return s.remove(cctx, t.path())
+	err := t.remove(cctx)
+	if err != nil && cctx.Err() != nil && ctx.Err() == nil && s.Err() == nil {
+		return fmt.Errorf("%w: %s, after trying for %v: %w", ErrReleaseUnconfirmed, t.path(), s.Timeout(), err)
 	}
-	kids, err := s.children(cctx, t.q.dir)
-	if errors.Is(err, zk.ErrNoNode) {
+	return err
+}
+
+func (t *ticket) remove(ctx context.Context) error {
+	s := t.q.s
+	if t.name != "" {
+		return s.remove(ctx, t.path())
+	}
+	kids, err := s.children(ctx, t.q.dir)
+	if errors.Is(err, zkclient.ErrNoNode) {
 		return nil
 	}
 	if err != nil {
@@ -427,7 +467,7 @@ func (t *ticket) leave(ctx context.Context) error {
 	}
 	for _, k := range kids {
 		if strings.HasPrefix(k, t.prefix) {
-			if err := s.remove(cctx, t.q.dir+"/"+k); err != nil {
+			if err := s.remove(ctx, t.q.dir+"/"+k); err != nil {
 				return err
 			}
 		}

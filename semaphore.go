@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // leaseKind is Curator InterProcessSemaphoreV2's lease node name,
@@ -95,7 +95,7 @@ func (m *Semaphore) acquire(ctx context.Context) (*ticket, error) {
 	// mutex; the check that counts is made again under the mutex.
 	if data, _, err := m.s.getData(ctx, m.path); err == nil && len(data) > 0 && string(data) != strconv.Itoa(m.n) {
 		return nil, m.mismatch(data)
-	} else if err != nil && !errors.Is(err, zk.ErrNoNode) {
+	} else if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
 		return nil, err
 	}
 	lock, err := m.locks.enter(ctx, mutexKind, nil)
@@ -126,17 +126,21 @@ func (m *Semaphore) underLock(ctx context.Context) (*ticket, error) {
 	if err != nil {
 		return nil, err
 	}
-	kids, err := m.s.children(ctx, m.leases.dir)
+	kids, _, err := t.list(ctx)
 	for err == nil && slices.Contains(kids, t.name) && len(kids) > m.n {
-		var ch <-chan zk.Event
-		if kids, ch, err = m.s.childrenW(ctx, m.leases.dir); err != nil || len(kids) <= m.n {
+		var w watched
+		if kids, w, err = m.s.childrenW(ctx, m.leases.dir); err != nil || len(kids) <= m.n {
+			if err == nil {
+				w.stop()
+			}
 			break
 		}
 		select {
-		case <-ch:
+		case <-w.event():
 		case <-ctx.Done():
+			w.stop()
 			err = ctx.Err()
-		case <-m.s.done:
+		case <-m.s.Done():
 			err = m.s.Err()
 		}
 	}
@@ -163,7 +167,7 @@ func (m *Semaphore) checkPermits(ctx context.Context) error {
 		}
 		if len(data) == 0 {
 			_, err := m.s.setData(ctx, m.path, []byte(want), st.Version)
-			if errors.Is(err, zk.ErrBadVersion) {
+			if errors.Is(err, zkclient.ErrBadVersion) {
 				continue // written meanwhile (perhaps by us, before a lost answer): read it
 			}
 			return err

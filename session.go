@@ -2,14 +2,14 @@ package zkrecipes
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // Session is one ZooKeeper session and its life: connected, suspended
@@ -17,36 +17,24 @@ import (
 // (expired by the server, or closed). Every recipe value is bound to one
 // Session; when the Session is over, everything obtained through it is void.
 //
-// Unlike the underlying client, a Session never continues on a new session
-// after the server expired it: once Done is closed, every call returns an
-// error that wraps ErrSessionExpired or ErrSessionClosed, and a new Session
-// must be made.
+// A Session never continues on a new session after the server expired it:
+// once Done is closed, every call returns an error that wraps
+// ErrSessionExpired or ErrSessionClosed, and a new Session must be made.
 //
-// A Session is safe for concurrent use.
+// A Session is safe for concurrent use. It costs the client's two
+// goroutines, and one more in strict mode.
 type Session struct {
-	conn   *zk.Conn
-	events <-chan zk.Event // the client's lossy channel: drained only to know when it is closed
+	c      *zkclient.Client
 	log    *slog.Logger
-	acl    []zk.ACL
-	strict bool
+	acl    []zkclient.ACL
+	strict float64 // strict mode's margin, a fraction of the session timeout; 0: off
+	stats  counters
 
-	refuse   atomic.Bool  // once over, the dialer opens no connection: no silent new session
-	lastRead atomic.Int64 // unix nanoseconds of the last bytes read from a server
-	stats    counters
-
-	mu       sync.Mutex
-	id       int64
-	passwd   []byte
-	timeout  time.Duration // negotiated
-	up       chan struct{} // closed while connected with the session; replaced when the connection drops
-	isUp     bool
-	wasUp    bool // connected at least once: later connections are reconnections
-	done     chan struct{}
-	err      error
-	holds    map[chan struct{}]struct{}
-	void     bool // strict mode: the connection has been down long enough that holdings may be void
-	strictT  *time.Timer
-	finished chan struct{} // closed when the client's goroutines are gone
+	mu         sync.Mutex // never held while calling the client: onState runs under the client's lock
+	over       bool       // the session is over
+	holds      map[chan struct{}]struct{}
+	void       bool // strict mode: holdings were reported lost and no answer came since
+	strictDone chan struct{}
 }
 
 // SessionOption configures a Session.
@@ -55,9 +43,9 @@ type SessionOption func(*sessionConfig)
 type sessionConfig struct {
 	timeout time.Duration
 	log     *slog.Logger
-	auth    [][2]string
-	acl     []zk.ACL
-	strict  bool
+	acl     []zkclient.ACL
+	strict  float64
+	client  []zkclient.Option
 }
 
 // WithSessionTimeout asks the server for this session timeout (default 10s).
@@ -68,43 +56,80 @@ func WithSessionTimeout(d time.Duration) SessionOption {
 }
 
 // WithLogger sends the session's life events (connected, suspended,
-// reconnected, expired) and the client's own messages (at debug level) to l.
-// By default nothing is logged.
+// reconnected, expired) to l. By default nothing is logged.
 func WithLogger(l *slog.Logger) SessionOption {
 	return func(c *sessionConfig) { c.log = l }
 }
 
 // WithDigestAuth authenticates the session with ZooKeeper's digest scheme.
-// The credentials are sent again after every reconnection.
+// NewSession fails if the server refuses the credentials; they are sent
+// again after every reconnection.
 func WithDigestAuth(user, password string) SessionOption {
-	return func(c *sessionConfig) { c.auth = append(c.auth, [2]string{user, password}) }
+	return WithClientOptions(zkclient.WithDigestAuth(user, password))
+}
+
+// WithTLS connects over TLS to the servers' secure client port (see
+// zkclient.WithTLS); with a client certificate in cfg the server also
+// authenticates the session under its x509 scheme.
+func WithTLS(cfg *tls.Config) SessionOption {
+	return WithClientOptions(zkclient.WithTLS(cfg))
+}
+
+// WithChroot makes every recipe path relative to root, as a chroot suffix
+// on a server address does ("zk1:2181,zk2:2181/app").
+func WithChroot(root string) SessionOption {
+	return WithClientOptions(zkclient.WithChroot(root))
+}
+
+// WithClientOptions passes options to the underlying zkclient.Client (a
+// dialer, a connect timeout, ...).
+func WithClientOptions(opts ...zkclient.Option) SessionOption {
+	return func(c *sessionConfig) { c.client = append(c.client, opts...) }
 }
 
 // WithACL sets the ACL of every node the recipes create, including the
 // missing parents of a recipe path (default: world, all permissions). Use
-// zk.DigestACL or zk.AuthACL with WithDigestAuth to restrict them; create
-// shared ancestors beforehand if other clients must write under them.
-func WithACL(acl []zk.ACL) SessionOption {
+// zkclient.DigestACL or zkclient.AuthACL with WithDigestAuth to restrict
+// them; create shared ancestors beforehand if other clients must write
+// under them.
+func WithACL(acl []zkclient.ACL) SessionOption {
 	return func(c *sessionConfig) { c.acl = acl }
 }
 
-// WithStrict makes holdings (locks, leadership) report loss as soon as the
-// connection has been down long enough that the server could have expired
-// the session: half the negotiated timeout after the last bytes read from
-// the server. Without it, loss is reported only when the session is known to
-// be over. In strict mode a holder whose Lost channel closed must assume it
-// no longer holds, even if the session later turns out to have survived; it
-// should release (Unlock, Resign) and acquire again.
-func WithStrict() SessionOption {
-	return func(c *sessionConfig) { c.strict = true }
+// WithStrict makes holdings (locks, leadership, membership) report loss as
+// soon as the server could be about to expire the session, not only once
+// it has: when half the negotiated session timeout has passed since the
+// send time of the newest request or ping the server answered.
+//
+// The bound is exact: a reply to a request sent at time s proves that the
+// server heard the session at or after s, so it cannot expire the session
+// before s + timeout. Lost closes by s + timeout/2 (plus the few
+// milliseconds a timer may be late), whatever the state of the connection
+// (a silent link, a stalled server, a slow link), leaving the holder half
+// the timeout to stop. On a link whose round trip is longer than the
+// margin, holdings read as lost from the start. The client pings every
+// third of the timeout when idle, so a healthy session stays well inside
+// the margin.
+//
+// A holder whose Lost channel closed must assume it no longer holds, even
+// if the session turns out to have survived; it should release (Unlock,
+// Resign) and acquire again.
+func WithStrict() SessionOption { return WithStrictMargin(0.5) }
+
+// WithStrictMargin is WithStrict with another margin: holdings are
+// reported lost once fraction x timeout has passed since the newest
+// answered send. fraction must be in (0, 1); smaller is safer against a
+// slow holder, larger tolerates slower links.
+func WithStrictMargin(fraction float64) SessionOption {
+	return func(c *sessionConfig) { c.strict = fraction }
 }
 
-// NewSession connects to one of servers ("host:port") and establishes a
-// session. It returns when the session is established, or with an error
-// when ctx ends first (a deadline on ctx is the connect timeout) or
-// authentication fails.
+// NewSession connects to one of servers ("host:port", or a ZooKeeper
+// connect string "h1:2181,h2:2181/chroot") and establishes a session. It
+// returns when the session is established, or with an error when ctx ends
+// first (a deadline on ctx is the connect timeout) or authentication fails.
 func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*Session, error) {
-	cfg := sessionConfig{timeout: 10 * time.Second, acl: zk.WorldACL(zk.PermAll)}
+	cfg := sessionConfig{timeout: 10 * time.Second, acl: zkclient.WorldACL(zkclient.PermAll)}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -119,212 +144,145 @@ func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*
 	if cfg.timeout <= 0 {
 		return nil, fmt.Errorf("zkrecipes: session timeout %v is not positive", cfg.timeout)
 	}
+	if cfg.strict < 0 || cfg.strict >= 1 {
+		return nil, fmt.Errorf("%w: strict margin %v is not in (0, 1)", ErrInvalidArgument, cfg.strict)
+	}
 	if cfg.log == nil {
 		cfg.log = slog.New(slog.DiscardHandler)
 	}
 	s := &Session{
-		log:      cfg.log,
-		acl:      cfg.acl,
-		strict:   cfg.strict,
-		up:       make(chan struct{}),
-		done:     make(chan struct{}),
-		holds:    make(map[chan struct{}]struct{}),
-		finished: make(chan struct{}),
+		log:    cfg.log,
+		acl:    cfg.acl,
+		strict: cfg.strict,
+		holds:  make(map[chan struct{}]struct{}),
 	}
-	conn, events, err := zk.Connect(servers, cfg.timeout,
-		zk.WithDialer(s.dial),
-		zk.WithEventCallback(s.onEvent),
-		zk.WithLogger(zkLogger{cfg.log}),
-		zk.WithLogInfo(false),
-	)
+	copts := append([]zkclient.Option{
+		zkclient.WithSessionTimeout(cfg.timeout),
+		zkclient.WithLogger(cfg.log),
+		zkclient.WithStateCallback(s.onState),
+	}, cfg.client...)
+	c, err := zkclient.Connect(ctx, servers, copts...)
 	if err != nil {
 		return nil, fmt.Errorf("zkrecipes: connect %q: %w", servers, err)
 	}
-	s.conn, s.events = conn, events
-	go s.reap()
-
-	if err := s.awaitUp(ctx); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("zkrecipes: connect %q: %w", servers, err)
+	s.c = c
+	if s.strict > 0 {
+		s.strictDone = make(chan struct{})
+		go s.watchStrict()
 	}
-	for _, a := range cfg.auth {
-		if _, err := do(ctx, s, func(c *zk.Conn) (struct{}, error) {
-			return struct{}{}, c.AddAuth("digest", []byte(a[0]+":"+a[1]))
-		}); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("zkrecipes: digest auth as %q: %w", a[0], err)
-		}
-	}
-	s.log.Info("zookeeper session established", "session", fmt.Sprintf("0x%x", s.ID()), "timeout", s.Timeout())
 	return s, nil
 }
 
+// Client returns the session's ZooKeeper client, for reading and writing
+// nodes of one's own on the same session (and connection) as the recipes.
+func (s *Session) Client() *zkclient.Client { return s.c }
+
 // ID returns the session id the server assigned.
-func (s *Session) ID() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.id
-}
+func (s *Session) ID() int64 { return s.c.SessionID() }
 
 // Credentials returns the session id and password, with which a second
 // connection can attach to this session. It is meant for tools and tests
 // (zktest.ExpireSession); anyone holding them can end the session.
-func (s *Session) Credentials() (id int64, password []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.id, append([]byte(nil), s.passwd...)
-}
+func (s *Session) Credentials() (id int64, password []byte) { return s.c.Credentials() }
 
 // Timeout returns the session timeout the server granted.
-func (s *Session) Timeout() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.timeout
-}
+func (s *Session) Timeout() time.Duration { return s.c.Timeout() }
 
 // Connected reports whether the session currently has a live connection.
-func (s *Session) Connected() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.isUp
-}
+func (s *Session) Connected() bool { return s.c.State().Live() }
 
 // Server returns the address of the server the session is connected (or
-// connecting) to.
-func (s *Session) Server() string { return s.conn.Server() }
+// was last connected) to.
+func (s *Session) Server() string { return s.c.Server() }
 
 // Done returns a channel closed when the session is over: expired by the
 // server or closed.
-func (s *Session) Done() <-chan struct{} { return s.done }
+func (s *Session) Done() <-chan struct{} { return s.c.Done() }
 
 // Err returns nil while the session lives, then why it ended: an error
 // wrapping ErrSessionExpired or ErrSessionClosed.
-func (s *Session) Err() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
-}
+func (s *Session) Err() error { return s.c.Err() }
 
 // Close ends the session: the server deletes its ephemeral nodes at once,
-// so every lock, leadership and membership held through it is released. It
-// waits (briefly) for the client's goroutines to stop. Close is idempotent;
-// it returns nil.
+// so every lock, leadership and membership held through it is released.
+// It waits for the server's confirmation for at most 2 seconds; without
+// it (a dead link), Close returns an error wrapping
+// zkclient.ErrCloseUnconfirmed, and the nodes go when the server expires
+// the session. Either way the Session is over. Closing again returns nil.
 func (s *Session) Close() error {
-	s.end(ErrSessionClosed)
-	select {
-	case <-s.finished:
-	case <-time.After(5 * time.Second):
-		s.log.Warn("zookeeper client did not stop within 5s")
+	err := s.c.Close()
+	if s.strictDone != nil {
+		<-s.strictDone
+	}
+	if err != nil {
+		return fmt.Errorf("zkrecipes: close session: %w", err)
 	}
 	return nil
 }
 
-// end makes the session over with the reason err (kept if it was already over).
-func (s *Session) end(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return
-	}
-	s.refuse.Store(true)
-	s.err = fmt.Errorf("%w (session 0x%x)", err, s.id)
-	close(s.done)
-	s.voidHoldsLocked()
-	if s.strictT != nil {
-		s.strictT.Stop()
-	}
-	if errors.Is(err, ErrSessionExpired) {
-		s.log.Error("zookeeper session expired", "session", fmt.Sprintf("0x%x", s.id))
-	} else {
-		s.log.Info("zookeeper session closed", "session", fmt.Sprintf("0x%x", s.id))
-	}
-}
-
-// reap closes the client once the session is over and waits until its
-// goroutines have stopped (its event channel is closed last).
-func (s *Session) reap() {
-	<-s.done
-	s.conn.Close()
-	for range s.events {
-	}
-	close(s.finished)
-}
-
-// onEvent is the client's event callback; it runs on the client's goroutine
-// and must not block.
-func (s *Session) onEvent(ev zk.Event) {
-	if ev.Type != zk.EventSession {
-		if ev.Type != zk.EventNotWatching {
-			s.stats.watchEvents.Add(1)
-		}
-		return
-	}
-	switch ev.State {
-	case zk.StateHasSession:
-		s.connected()
-	case zk.StateDisconnected:
-		s.disconnected()
-	case zk.StateExpired:
-		s.end(ErrSessionExpired)
-	case zk.StateAuthFailed:
-		s.log.Error("zookeeper authentication failed")
-	}
-}
-
-func (s *Session) connected() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil || s.isUp {
-		return
-	}
-	s.isUp = true
-	close(s.up)
-	if s.strictT != nil {
-		s.strictT.Stop()
-		s.strictT = nil
-	}
+// onState follows the client's state changes. It runs on the client's
+// goroutine, under the client's lock: it must not call the client.
+func (s *Session) onState(ev zkclient.StateEvent) {
 	switch {
-	case s.void:
-		s.void = false
-		s.log.Warn("zookeeper session reconnected after holdings were reported lost", "session", fmt.Sprintf("0x%x", s.id), "timeout", s.timeout)
-	case s.wasUp:
-		// The server may grant another timeout than before: log it.
-		s.log.Info("zookeeper session reconnected", "session", fmt.Sprintf("0x%x", s.id), "timeout", s.timeout)
-	}
-	s.wasUp = true
-}
-
-func (s *Session) disconnected() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil || !s.isUp {
-		return
-	}
-	s.isUp = false
-	s.up = make(chan struct{})
-	s.log.Warn("zookeeper connection lost; session suspended", "session", fmt.Sprintf("0x%x", s.id))
-	if !s.strict {
-		return
-	}
-	deadline := time.Unix(0, s.lastRead.Load()).Add(s.timeout / 2)
-	wait := time.Until(deadline)
-	if wait <= 0 {
-		s.suspendTooLongLocked()
-		return
-	}
-	s.strictT = time.AfterFunc(wait, func() {
+	case ev.State.Final():
 		s.mu.Lock()
-		defer s.mu.Unlock()
-		if !s.isUp && s.err == nil {
-			s.suspendTooLongLocked()
+		s.over = true
+		s.voidHoldsLocked()
+		s.mu.Unlock()
+	case ev.State == zkclient.StateReconnected:
+		s.mu.Lock()
+		void := s.void
+		s.mu.Unlock()
+		if void {
+			s.log.Warn("zookeeper session reconnected after holdings were reported lost")
 		}
-	})
+	}
 }
 
-func (s *Session) suspendTooLongLocked() {
-	s.void = true
-	s.log.Warn("zookeeper connection down long enough that the session may have expired; holdings reported lost", "session", fmt.Sprintf("0x%x", s.id))
-	s.voidHoldsLocked()
+// margin returns strict mode's margin for the negotiated timeout.
+func (s *Session) margin() time.Duration {
+	return time.Duration(float64(s.c.Timeout()) * s.strict)
+}
+
+// stale reports whether, in strict mode, the newest answered send is older
+// than the margin: the session may be about to expire on the server.
+func (s *Session) stale() bool {
+	return s.strict > 0 && time.Since(s.c.Confirmed()) >= s.margin()
+}
+
+// watchStrict voids the holdings whenever the newest answered send gets
+// older than the margin, checked by a timer set to that very moment and
+// set again after each check.
+func (s *Session) watchStrict() {
+	defer close(s.strictDone)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.c.Done():
+			return
+		}
+		margin := s.margin()
+		wait := time.Until(s.c.Confirmed().Add(margin))
+		id := s.c.SessionID()
+		s.mu.Lock()
+		if wait <= 0 {
+			if !s.void {
+				s.void = true
+				if len(s.holds) > 0 {
+					s.log.Warn("no answer from zookeeper for a send in the strict margin; holdings reported lost",
+						"session", fmt.Sprintf("0x%x", id), "margin", margin)
+				}
+			}
+			s.voidHoldsLocked()
+			wait = max(min(margin/16, 50*time.Millisecond), time.Millisecond)
+		} else {
+			s.void = false
+		}
+		s.mu.Unlock()
+		t.Reset(wait)
+	}
 }
 
 func (s *Session) voidHoldsLocked() {
@@ -335,12 +293,13 @@ func (s *Session) voidHoldsLocked() {
 }
 
 // hold registers a holding. The returned channel closes when the holding is
-// void: the session ended or, in strict mode, stayed disconnected too long.
-// release closes it and forgets it; it is idempotent.
+// void: the session ended or, in strict mode, the server may be about to
+// expire it. release closes it and forgets it; it is idempotent.
 func (s *Session) hold() (lost <-chan struct{}, release func()) {
 	ch := make(chan struct{})
+	stale := s.stale()
 	s.mu.Lock()
-	if s.err != nil || s.void {
+	if s.over || stale {
 		close(ch)
 		s.mu.Unlock()
 		return ch, func() {}
@@ -358,26 +317,4 @@ func (s *Session) hold() (lost <-chan struct{}, release func()) {
 }
 
 // awaitUp waits until the session is connected, ctx ends or the session is over.
-func (s *Session) awaitUp(ctx context.Context) error {
-	s.mu.Lock()
-	up, err := s.up, s.err
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	select {
-	case <-up:
-		return nil
-	case <-s.done:
-		return s.Err()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// zkLogger passes the client's messages to the session's logger at debug level.
-type zkLogger struct{ l *slog.Logger }
-
-func (z zkLogger) Printf(format string, args ...any) {
-	z.l.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
-}
+func (s *Session) awaitUp(ctx context.Context) error { return s.c.WaitConnected(ctx) }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // Nodes the recipes create carry the session's ACL; with digest auth the
@@ -26,7 +27,7 @@ func TestSessionDigestAuthAndACL(t *testing.T) {
 			t.Fatalf("create %s: %v", p, err)
 		}
 	}
-	acl := zk.DigestACL(zk.PermAll, "app", "s3cret")
+	acl := zkclient.DigestACL(zkclient.PermAll, "app", "s3cret")
 	s := e.session(zkrecipes.WithDigestAuth("app", "s3cret"), zkrecipes.WithACL(acl))
 	m := zkrecipes.NewMutex(s, lock)
 	must(t, m.Lock(ctx), "Lock with digest auth")
@@ -43,8 +44,8 @@ func TestSessionDigestAuthAndACL(t *testing.T) {
 
 	// Without the credentials, the lock is out of reach: a clear error.
 	err = zkrecipes.NewMutex(e.session(), lock).Lock(ctx)
-	if !errors.Is(err, zk.ErrNoAuth) {
-		t.Errorf("Lock without credentials = %v, want an error wrapping zk.ErrNoAuth", err)
+	if !errors.Is(err, zkclient.ErrNoAuth) {
+		t.Errorf("Lock without credentials = %v, want an error wrapping zkclient.ErrNoAuth", err)
 	}
 	must(t, e.admin.AddAuth("digest", []byte("app:s3cret")), "admin auth")
 	e.empty(lock)

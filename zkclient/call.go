@@ -37,10 +37,9 @@ func (cl *call) complete(err error) {
 // order, so a caller can start several and then wait for each (a create
 // and the listing that must see it cost one round trip, not two).
 type Call[T any] struct {
-	cl  *call
-	op  string
-	v   T
-	err error // a failure before anything was sent
+	cl *call
+	op string
+	v  T
 }
 
 // Done returns a channel closed once the answer (or the failure) is in.

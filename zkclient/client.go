@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
@@ -35,6 +36,7 @@ type Client struct {
 	mu      sync.Mutex
 	state   State
 	err     error // why the session is over, once it is
+	closing bool  // Close has sent closeSession: whatever follows ends as closed
 	id      int64
 	passwd  []byte
 	timeout time.Duration // negotiated
@@ -45,6 +47,7 @@ type Client struct {
 	auths   []authInfo
 	subs    []*stream[StateEvent]
 
+	notified  atomic.Int64 // watch notifications received
 	lastZxid  atomic.Int64
 	confirmed atomic.Int64 // nanoseconds since epoch: send time of the newest request or ping answered
 	xid       atomic.Int32
@@ -208,6 +211,10 @@ func (c *Client) Err() error {
 	return c.err
 }
 
+// Notifications returns the number of watch notifications the server has
+// sent this client (one per node event, however many registrants it fires).
+func (c *Client) Notifications() int64 { return c.notified.Load() }
+
 // LastZxid returns the newest zxid the client has seen in a reply. A
 // server behind it refuses to serve the session, so the client never sees
 // the tree go back in time across a failover.
@@ -304,6 +311,9 @@ func (c *Client) finish(st State, err error) {
 	if c.err != nil {
 		c.mu.Unlock()
 		return
+	}
+	if c.closing {
+		st, err = StateClosed, ErrClosed
 	}
 	if st == StateClosed {
 		c.err = err
@@ -473,13 +483,14 @@ func (c *Client) Close() error {
 		return nil
 	}
 	cn := c.cn
+	c.closing = true
 	c.mu.Unlock()
 	var err error
 	if cn == nil {
 		err = fmt.Errorf("%w: not connected", ErrCloseUnconfirmed)
 	} else {
 		cl := cn.c.newCall(opCloseSession, "")
-		cn.enqueue(closeRequest, cl, nil)
+		cn.enqueue(&jute.Request{Op: jute.OpCloseSession}, cl, nil)
 		t := time.NewTimer(c.cfg.closeTimeout)
 		select {
 		case <-cl.done:

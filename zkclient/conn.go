@@ -20,8 +20,6 @@ const (
 	opPing         = jute.OpPing
 )
 
-var closeRequest = &jute.Request{Op: jute.OpCloseSession}
-
 // conn is one connection to a server, on the session. Requests are
 // appended to out in xid order and written by the client's run goroutine;
 // replies are read by the conn's own reader goroutine and matched, in

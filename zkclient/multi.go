@@ -18,13 +18,13 @@ type Op struct {
 // CreateOp creates path in a transaction (mode as for Create; TTL modes
 // are not allowed here).
 func (c *Client) CreateOp(path string, data []byte, mode CreateMode, acl []ACL) Op {
-	r, err := c.createRequest(path, data, mode, acl, 0)
+	r, err := c.createRequest(path, data, mode, acl, 0, false)
 	return Op{req: r, err: err}
 }
 
 // CreateTTLOp creates a node of a TTL mode in a transaction.
 func (c *Client) CreateTTLOp(path string, data []byte, mode CreateMode, acl []ACL, ttl time.Duration) Op {
-	r, err := c.createRequest(path, data, mode, acl, ttl)
+	r, err := c.createRequest(path, data, mode, acl, ttl, true)
 	return Op{req: r, err: err}
 }
 
@@ -88,7 +88,6 @@ func (c *Client) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
 
 func (c *Client) decodeResults(d *jute.Decoder) []OpResult {
 	var out []OpResult
-	failed := false
 	for d.Err() == nil {
 		var h jute.MultiHeader
 		h.Decode(d)
@@ -100,7 +99,6 @@ func (c *Client) decodeResults(d *jute.Decoder) []OpResult {
 		case jute.OpError:
 			if code := d.Int32(); code != 0 {
 				r.Err = Code(code)
-				failed = true
 			}
 		case jute.OpCreate:
 			r.Path = c.fromServer(d.String())
@@ -118,7 +116,6 @@ func (c *Client) decodeResults(d *jute.Decoder) []OpResult {
 		}
 		out = append(out, r)
 	}
-	_ = failed
 	return out
 }
 

@@ -33,6 +33,9 @@ type Created struct {
 func (c *Client) send(r *jute.Request, cl *call) {
 	c.mu.Lock()
 	cn, err := c.cn, c.err
+	if c.closing && err == nil {
+		err = ErrClosed
+	}
 	c.mu.Unlock()
 	switch {
 	case err != nil:
@@ -90,14 +93,17 @@ func decodeListing(d *jute.Decoder, v *Listing) {
 
 // createRequest builds the request of a create of mode, choosing the
 // opcode: create2 (answered with the Stat), createContainer or createTTL.
-func (c *Client) createRequest(path string, data []byte, mode CreateMode, acl []ACL, ttl time.Duration) (*jute.Request, error) {
+func (c *Client) createRequest(path string, data []byte, mode CreateMode, acl []ACL, ttl time.Duration, withStat bool) (*jute.Request, error) {
 	if err := checkPath(path, mode.Sequential()); err != nil {
 		return nil, err
 	}
 	if len(acl) == 0 {
 		return nil, fmt.Errorf("%w: create %s: empty ACL", ErrInvalidACL, path)
 	}
-	r := &jute.Request{Op: jute.OpCreate2, Path: c.toServer(path), Data: data, ACL: encodeACL(acl), Flags: int32(mode)}
+	r := &jute.Request{Op: jute.OpCreate, Path: c.toServer(path), Data: data, ACL: encodeACL(acl), Flags: int32(mode)}
+	if withStat {
+		r.Op = jute.OpCreate2
+	}
 	switch {
 	case mode == Container:
 		r.Op = jute.OpCreateContainer
@@ -116,11 +122,25 @@ func (c *Client) createRequest(path string, data []byte, mode CreateMode, acl []
 
 // CreateAsync sends a create of path with data (nil: no data) and
 // returns at once. mode may be any but the TTL modes (see CreateTTLAsync).
-// The result holds the path made and its Stat.
+// The result holds the path made; its Stat only for a Container (see
+// Create2Async).
 func (c *Client) CreateAsync(path string, data []byte, mode CreateMode, acl []ACL) *Call[Created] {
-	r, err := c.createRequest(path, data, mode, acl, 0)
+	return c.createAsync(path, data, mode, acl, false)
+}
+
+// Create2Async is CreateAsync with the new node's Stat in the result (the
+// create2 request).
+func (c *Client) Create2Async(path string, data []byte, mode CreateMode, acl []ACL) *Call[Created] {
+	return c.createAsync(path, data, mode, acl, true)
+}
+
+func (c *Client) createAsync(path string, data []byte, mode CreateMode, acl []ACL, withStat bool) *Call[Created] {
+	r, err := c.createRequest(path, data, mode, acl, 0, withStat)
 	if err != nil {
-		return start[Created](c, "create", path, err, &jute.Request{Op: jute.OpCreate2}, nil)
+		return start[Created](c, "create", path, err, &jute.Request{Op: jute.OpCreate}, nil)
+	}
+	if r.Op == jute.OpCreate {
+		return start(c, "create", path, nil, r, decodePath(c))
 	}
 	return start(c, "create", path, nil, r, decodePathStat(c))
 }
@@ -139,7 +159,7 @@ func (c *Client) Create(ctx context.Context, path string, data []byte, mode Crea
 // (zookeeper.extendedTypesEnabled=true); otherwise it answers
 // ErrUnimplemented.
 func (c *Client) CreateTTLAsync(path string, data []byte, mode CreateMode, acl []ACL, ttl time.Duration) *Call[Created] {
-	r, err := c.createRequest(path, data, mode, acl, ttl)
+	r, err := c.createRequest(path, data, mode, acl, ttl, true)
 	if err != nil {
 		return start[Created](c, "create", path, err, &jute.Request{Op: jute.OpCreateTTL}, nil)
 	}

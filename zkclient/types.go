@@ -1,6 +1,8 @@
 package zkclient
 
 import (
+	"crypto/sha1"
+	"encoding/base64"
 	"fmt"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
@@ -177,4 +179,11 @@ func (s State) Live() bool { return s == StateConnected || s == StateReconnected
 type ClientInfo struct {
 	Scheme string
 	User   string
+}
+
+// DigestACL grants perms to the digest identity user with password, as
+// ZooKeeper stores it: user:base64(sha1(user:password)).
+func DigestACL(perms int32, user, password string) []ACL {
+	sum := sha1.Sum([]byte(user + ":" + password))
+	return []ACL{{Perms: perms, Scheme: "digest", ID: user + ":" + base64.StdEncoding.EncodeToString(sum[:])}}
 }

@@ -279,6 +279,7 @@ func (t *watchTable) abandonPersistent(c *Client, w *PersistentWatch) {
 // dispatch delivers a notification to every registrant it fires, in the
 // order the server sent notifications. It runs on the reader goroutine.
 func (t *watchTable) dispatch(c *Client, ev jute.WatcherEvent) {
+	c.notified.Add(1)
 	typ := EventType(ev.Type)
 	e := Event{Type: typ, Path: c.fromServer(ev.Path)}
 	t.mu.Lock()
