@@ -107,9 +107,10 @@ func WithACL(acl []zkclient.ACL) SessionOption {
 // milliseconds a timer may be late), whatever the state of the connection
 // (a silent link, a stalled server, a slow link), leaving the holder half
 // the timeout to stop. On a link whose round trip is longer than the
-// margin, holdings read as lost from the start. The client pings every
-// third of the timeout when idle, so a healthy session stays well inside
-// the margin.
+// margin, holdings read as lost from the start. In strict mode the client
+// pings every quarter of the margin, busy or idle, so holdings stay valid
+// on links whose round trip is below three quarters of the margin (1.1 s
+// with a 3 s timeout) and read as lost on slower ones.
 //
 // A holder whose Lost channel closed must assume it no longer holds, even
 // if the session turns out to have survived; it should release (Unlock,
@@ -161,6 +162,11 @@ func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*
 		zkclient.WithLogger(cfg.log),
 		zkclient.WithStateCallback(s.onState),
 	}, cfg.client...)
+	if s.strict > 0 {
+		// Keep the newest answered send well inside the margin, busy or
+		// idle: a ping every quarter of the margin.
+		copts = append(copts, zkclient.WithPingFraction(s.strict/4))
+	}
 	c, err := zkclient.Connect(ctx, servers, copts...)
 	if err != nil {
 		return nil, fmt.Errorf("zkrecipes: connect %q: %w", servers, err)

@@ -326,7 +326,11 @@ func (cn *conn) cause() error {
 // session is over.
 func (c *Client) serve(cn *conn) {
 	var spare []byte
-	lastSend := time.Now()
+	lastSend, lastPing := time.Now(), time.Now()
+	eager := time.Duration(0)
+	if f := c.cfg.pingFraction; f > 0 {
+		eager = max(time.Duration(float64(cn.pingEvery*3)*f), time.Millisecond)
+	}
 	t := time.NewTimer(cn.pingEvery)
 	defer t.Stop()
 	for {
@@ -344,9 +348,11 @@ func (c *Client) serve(cn *conn) {
 			cn.mu.Unlock()
 			return
 		}
-		if len(cn.out) == 0 && time.Since(lastSend) >= cn.pingEvery {
+		idle := len(cn.out) == 0 && time.Since(lastSend) >= cn.pingEvery
+		if idle || eager > 0 && time.Since(lastPing) >= eager {
 			cn.mu.Unlock()
 			cn.enqueue(&jute.Request{Op: jute.OpPing}, nil, nil)
+			lastPing = time.Now()
 			cn.mu.Lock()
 		}
 		buf := cn.out
@@ -365,7 +371,11 @@ func (c *Client) serve(cn *conn) {
 		} else {
 			spare = nil
 		}
-		t.Reset(max(cn.pingEvery-time.Since(lastSend), time.Millisecond))
+		next := cn.pingEvery - time.Since(lastSend)
+		if eager > 0 {
+			next = min(next, eager-time.Since(lastPing))
+		}
+		t.Reset(max(next, time.Millisecond))
 	}
 }
 

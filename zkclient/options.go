@@ -32,6 +32,7 @@ type config struct {
 	resumePasswd   []byte
 	shuffle        bool
 	onState        func(StateEvent)
+	pingFraction   float64
 }
 
 type authInfo struct {
@@ -125,3 +126,10 @@ func WithoutShuffle() Option { return func(c *config) { c.shuffle = false } }
 // client's own goroutine: f must return quickly and must not call the
 // Client. States gives the same events to a reader that may be slow.
 func WithStateCallback(f func(StateEvent)) Option { return func(c *config) { c.onState = f } }
+
+// WithPingFraction makes the client send a ping whenever it has sent none
+// for f x the negotiated timeout, even while other requests flow (by
+// default it pings only when it has sent nothing for a third of the
+// timeout). It keeps Confirmed fresh for code that acts on its age, such
+// as strict loss detection, at the cost of one small packet per interval.
+func WithPingFraction(f float64) Option { return func(c *config) { c.pingFraction = f } }

@@ -260,6 +260,26 @@ func (c *Cluster) Kill(i int) error {
 	return c.member(i).stop(syscall.SIGKILL, 0)
 }
 
+// Pause stalls member i with SIGSTOP, as a long garbage collection or a
+// frozen machine would: its connections stay open and silent, it neither
+// answers clients nor takes part in the ensemble, until Resume. Pausing a
+// member that is not running does nothing. (With ZKTEST_SERVER=zkserver
+// the embedded server cannot be paused: Pause returns an error.)
+func (c *Cluster) Pause(i int) error {
+	if c.member(i) == nil {
+		return errors.New("zktest: the embedded server cannot be paused")
+	}
+	return c.member(i).signal(syscall.SIGSTOP)
+}
+
+// Resume lets member i go on after Pause (SIGCONT).
+func (c *Cluster) Resume(i int) error {
+	if c.member(i) == nil {
+		return errors.New("zktest: the embedded server cannot be paused")
+	}
+	return c.member(i).signal(syscall.SIGCONT)
+}
+
 // Restart starts the stopped or killed member i again with the same
 // configuration, ports and data directory, and waits until it serves: a
 // standalone server in mode standalone, an ensemble member as leader or

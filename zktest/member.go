@@ -143,6 +143,7 @@ func (m *member) stop(sig syscall.Signal, grace time.Duration) error {
 	if err := signalGroup(pid, sig); err != nil {
 		return fmt.Errorf("zktest: signal member %d: %w", m.id, err)
 	}
+	signalGroup(pid, syscall.SIGCONT) // a paused member must run to act on sig
 	if grace > 0 {
 		t := time.NewTimer(grace)
 		defer t.Stop()
@@ -210,4 +211,18 @@ func (m *member) logTail() (tail, where string) {
 		return m.tail.String(), "Options.Log"
 	}
 	return fileTail(m.logPath), m.logPath
+}
+
+// signal sends sig to the member's process group if it is running.
+func (m *member) signal(sig syscall.Signal) error {
+	m.mu.Lock()
+	pid, running := m.pid, m.runningLocked()
+	m.mu.Unlock()
+	if !running {
+		return nil
+	}
+	if err := signalGroup(pid, sig); err != nil {
+		return fmt.Errorf("zktest: signal member %d: %w", m.id, err)
+	}
+	return nil
 }
