@@ -1,0 +1,156 @@
+package zkclient_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// TestEnsembleFailover kills the member the client is connected to, then
+// the leader: each time the session moves to another member with its id,
+// its ephemeral node and its watches, and a watch set before the failover
+// fires for a change made after it.
+func TestEnsembleFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-member ensemble")
+	}
+	zktest.SkipOrFail(t, sharedErr)
+	cluster := zktest.StartT(t, zktest.Options{Servers: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := zkclient.Connect(ctx, cluster.Addrs(), zkclient.WithSessionTimeout(6*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	states := c.States()
+	defer states.Stop()
+	id := c.SessionID()
+	if _, err := c.Create(ctx, "/eph", []byte("mine"), zkclient.Ephemeral, all); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, "/dir", nil, zkclient.Persistent, all); err != nil {
+		t.Fatal(err)
+	}
+	pw, err := c.AddWatch(ctx, "/dir", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Remove(ctx)
+
+	leader := func() int {
+		for i := range 3 {
+			if !cluster.Running(i) {
+				continue
+			}
+			if m, err := cluster.Mode(ctx, i); err == nil && m == "leader" {
+				return i
+			}
+		}
+		return -1
+	}
+	killed := map[int]bool{}
+	for round, pick := range []string{"connected", "leader"} {
+		victim := slices.Index(cluster.Addrs(), c.Server())
+		if pick == "leader" {
+			victim = leader()
+		}
+		if victim < 0 {
+			t.Fatalf("round %d: no %s member", round, pick)
+		}
+		node := "/dir/n" + string(rune('0'+round))
+		if _, err := c.Create(ctx, node, nil, zkclient.Persistent, all); err != nil {
+			t.Fatal(err)
+		}
+		_, _, w, err := c.GetW(ctx, node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		drain(ctx, t, pw, node) // the create's event
+		before := c.Server()
+		if err := cluster.Kill(victim); err != nil {
+			t.Fatal(err)
+		}
+		killed[victim] = true
+		t.Logf("round %d: killed member %d (%s), connected to %s", round, victim, pick, before)
+		if victim == slices.Index(cluster.Addrs(), before) {
+			waitState(t, states, zkclient.StateSuspended)
+			waitState(t, states, zkclient.StateReconnected)
+		} else if err := c.WaitConnected(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Writes go through once a quorum (with a leader) serves again.
+		other := connectAny(ctx, t, cluster, killed)
+		for {
+			err := other.Delete(ctx, node, -1)
+			if err == nil {
+				break
+			}
+			if !isCode(err, zkclient.ErrConnectionLoss) {
+				t.Fatalf("delete %s: %v", node, err)
+			}
+			other.WaitConnected(ctx)
+		}
+		other.Close()
+		select {
+		case ev := <-w.Event():
+			if ev.Type != zkclient.EventNodeDeleted || ev.Path != node {
+				t.Fatalf("round %d: watch after failover: %+v", round, ev)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("round %d: watch set before the failover did not fire after it", round)
+		}
+		drain(ctx, t, pw, node) // the recursive watch saw the delete too
+		if c.SessionID() != id || c.Err() != nil {
+			t.Fatalf("round %d: session changed: 0x%x -> 0x%x (%v)", round, id, c.SessionID(), c.Err())
+		}
+		if d, st, err := c.Get(ctx, "/eph"); err != nil || string(d) != "mine" || st.EphemeralOwner != id {
+			t.Fatalf("round %d: ephemeral node after failover: %q %+v %v", round, d, st, err)
+		}
+		t.Logf("round %d: session 0x%x moved %s -> %s", round, id, before, c.Server())
+		if round == 0 {
+			// Bring the member back so the leader can be killed with a
+			// quorum left.
+			if err := cluster.Restart(ctx, victim); err != nil {
+				t.Fatal(err)
+			}
+			delete(killed, victim)
+		}
+	}
+}
+
+// drain reads the persistent watch until an event for node.
+func drain(ctx context.Context, t *testing.T, pw *zkclient.PersistentWatch, node string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	for {
+		ev, err := pw.Next(ctx)
+		if err != nil {
+			t.Fatalf("recursive watch: waiting for %s: %v", node, err)
+		}
+		if ev.Path == node {
+			return
+		}
+	}
+}
+
+// connectAny connects to the members not killed.
+func connectAny(ctx context.Context, t *testing.T, cluster *zktest.Cluster, killed map[int]bool) *zkclient.Client {
+	t.Helper()
+	var addrs []string
+	for i, a := range cluster.Addrs() {
+		if !killed[i] {
+			addrs = append(addrs, a)
+		}
+	}
+	c, err := zkclient.Connect(ctx, addrs, zkclient.WithSessionTimeout(6*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
