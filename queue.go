@@ -448,7 +448,7 @@ func (t *ticket) leave(ctx context.Context) error {
 	defer cancel()
 	err := t.remove(cctx)
 	if err != nil && cctx.Err() != nil && ctx.Err() == nil && s.Err() == nil {
-		return fmt.Errorf("%w: %s, after trying for %v: %w", ErrReleaseUnconfirmed, t.path(), s.Timeout(), err)
+		return fmt.Errorf("%w: %s, after trying for %v (%v)", ErrReleaseUnconfirmed, t.path(), s.Timeout(), err)
 	}
 	return err
 }
