@@ -1,0 +1,128 @@
+package zkclient_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zkserver"
+)
+
+// Connect, write, read: every call takes a context and fails with an error
+// comparable with errors.Is.
+func Example() {
+	srv, err := zkserver.Run() // an embedded server; use your ensemble's addresses
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	c, err := zkclient.Connect(ctx, []string{srv.Addr()}, zkclient.WithSessionTimeout(10*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	acl := zkclient.WorldACL(zkclient.PermAll)
+	if _, err := c.Create(ctx, "/config", []byte("v1"), zkclient.Persistent, acl); err != nil {
+		log.Fatal(err)
+	}
+	data, st, err := c.Get(ctx, "/config")
+	fmt.Println(string(data), st.Version, err)
+	_, err = c.Set(ctx, "/config", []byte("v2"), 7)
+	fmt.Println(err)
+	// Output:
+	// v1 0 <nil>
+	// set /config: zookeeper: bad version
+}
+
+// Requests go out in call order and are answered in that order: start
+// several, then wait for each, for one round trip instead of several.
+func ExampleClient_ChildrenAsync() {
+	srv, err := zkserver.Run()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	c, err := zkclient.Connect(ctx, []string{srv.Addr()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	acl := zkclient.WorldACL(zkclient.PermAll)
+	c.Create(ctx, "/queue", nil, zkclient.Persistent, acl)
+	create := c.CreateAsync("/queue/item-", []byte("x"), zkclient.EphemeralSequential, acl)
+	list := c.ChildrenAsync("/queue") // sent before the create is answered, sees it
+	made, _ := create.Wait(ctx)
+	l, _ := list.Wait(ctx)
+	fmt.Println(made.Path, l.Names)
+	// Output: /queue/item-0000000000 [item-0000000000]
+}
+
+// A one-shot watch delivers one event; a persistent recursive watch
+// delivers every change below a node, in order, however slowly it is read.
+func ExampleClient_AddWatch() {
+	srv, err := zkserver.Run()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	c, err := zkclient.Connect(ctx, []string{srv.Addr()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	acl := zkclient.WorldACL(zkclient.PermAll)
+
+	c.Create(ctx, "/app", nil, zkclient.Persistent, acl)
+	_, _, once, _ := c.GetW(ctx, "/app")
+	all, _ := c.AddWatch(ctx, "/app", true)
+	c.Set(ctx, "/app", []byte("x"), -1)
+	c.Create(ctx, "/app/a", nil, zkclient.Persistent, acl)
+	c.Delete(ctx, "/app/a", -1)
+
+	fmt.Println("one-shot:", (<-once.Event()).Type)
+	for range 3 {
+		ev, _ := all.Next(ctx)
+		fmt.Println("recursive:", ev.Type, ev.Path)
+	}
+	// Output:
+	// one-shot: NodeDataChanged
+	// recursive: NodeDataChanged /app
+	// recursive: NodeCreated /app/a
+	// recursive: NodeDeleted /app/a
+}
+
+// The session's life as a stream that never drops a state.
+func ExampleClient_States() {
+	srv, err := zkserver.Run()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	c, err := zkclient.Connect(ctx, []string{srv.Addr()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	states := c.States()
+	srv.ExpireSession(c.SessionID())
+	for {
+		ev, err := states.Next(ctx)
+		if err != nil {
+			break
+		}
+		fmt.Println(ev.State)
+	}
+	c.Close()
+	// Output:
+	// suspended
+	// expired
+}
