@@ -35,6 +35,7 @@ type Session struct {
 	holds      map[chan struct{}]struct{}
 	void       bool // strict mode: holdings were reported lost and no answer came since
 	strictDone chan struct{}
+	rearm      chan struct{} // strict mode: the timeout may have changed (a reconnection)
 }
 
 // SessionOption configures a Session.
@@ -112,6 +113,12 @@ func WithACL(acl []zkclient.ACL) SessionOption {
 // on links whose round trip is below three quarters of the margin (1.1 s
 // with a 3 s timeout) and read as lost on slower ones.
 //
+// The server that answers is assumed to speak for the ensemble. A follower
+// cut off from its leader goes on answering its clients until it notices,
+// after syncLimit x tickTime, while the leader may expire their sessions:
+// use a session timeout above syncLimit x tickTime plus the margin (with
+// ZooKeeper's sample configuration, 5 x 2 s = 10 s).
+//
 // A holder whose Lost channel closed must assume it no longer holds, even
 // if the session turns out to have survived; it should release (Unlock,
 // Resign) and acquire again.
@@ -156,6 +163,7 @@ func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*
 		acl:    cfg.acl,
 		strict: cfg.strict,
 		holds:  make(map[chan struct{}]struct{}),
+		rearm:  make(chan struct{}, 1),
 	}
 	copts := append([]zkclient.Option{
 		zkclient.WithSessionTimeout(cfg.timeout),
@@ -236,6 +244,10 @@ func (s *Session) onState(ev zkclient.StateEvent) {
 		s.voidHoldsLocked()
 		s.mu.Unlock()
 	case ev.State == zkclient.StateReconnected:
+		select {
+		case s.rearm <- struct{}{}: // the server may have granted another timeout
+		default:
+		}
 		s.mu.Lock()
 		void := s.void
 		s.mu.Unlock()
@@ -250,12 +262,6 @@ func (s *Session) margin() time.Duration {
 	return time.Duration(float64(s.c.Timeout()) * s.strict)
 }
 
-// stale reports whether, in strict mode, the newest answered send is older
-// than the margin: the session may be about to expire on the server.
-func (s *Session) stale() bool {
-	return s.strict > 0 && time.Since(s.c.Confirmed()) >= s.margin()
-}
-
 // watchStrict voids the holdings whenever the newest answered send gets
 // older than the margin, checked by a timer set to that very moment and
 // set again after each check.
@@ -266,6 +272,7 @@ func (s *Session) watchStrict() {
 	for {
 		select {
 		case <-t.C:
+		case <-s.rearm:
 		case <-s.c.Done():
 			return
 		}
@@ -287,6 +294,7 @@ func (s *Session) watchStrict() {
 			s.void = false
 		}
 		s.mu.Unlock()
+		t.Stop()
 		t.Reset(wait)
 	}
 }
@@ -303,9 +311,9 @@ func (s *Session) voidHoldsLocked() {
 // expire it. release closes it and forgets it; it is idempotent.
 func (s *Session) hold() (lost <-chan struct{}, release func()) {
 	ch := make(chan struct{})
-	stale := s.stale()
+	margin := s.margin() // not under s.mu: it asks the client
 	s.mu.Lock()
-	if s.over || stale {
+	if s.over || s.strict > 0 && time.Since(s.c.Confirmed()) >= margin {
 		close(ch)
 		s.mu.Unlock()
 		return ch, func() {}

@@ -126,7 +126,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		return nil, err
 	}
 	go c.run(cn)
-	if err := cn.awaitAuth(ctx); err != nil {
+	if err := awaitAuth(ctx, cn.primed); err != nil {
 		c.finish(StateClosed, ErrClosed)
 		<-c.stopped
 		return nil, fmt.Errorf("zookeeper: authenticate: %w", err)
@@ -299,8 +299,8 @@ func (c *Client) setStateLocked(st State, err error) {
 	for _, s := range c.subs {
 		s.push(ev)
 	}
-	if c.cfg.onState != nil {
-		c.cfg.onState(ev)
+	for _, f := range c.cfg.onState {
+		f(ev)
 	}
 }
 
@@ -368,7 +368,7 @@ func (c *Client) run(cn *conn) {
 func (c *Client) suspend(cn *conn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cn != cn || c.err != nil {
+	if c.cn != cn || c.err != nil || c.closing {
 		return
 	}
 	c.cn = nil
@@ -478,6 +478,11 @@ func (c *Client) connectTimeout() time.Duration {
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.err != nil {
+		c.mu.Unlock()
+		<-c.stopped
+		return nil
+	}
+	if c.closing {
 		c.mu.Unlock()
 		<-c.stopped
 		return nil

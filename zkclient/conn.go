@@ -38,6 +38,7 @@ type conn struct {
 	pending  []*call // sent or queued, not answered, in xid order
 	pings    []int64 // send times of the pings in flight
 	authWait []chan error
+	primed   []chan error // the answers to the credentials sent first on this connection
 	dead     bool
 	err      error
 
@@ -124,26 +125,34 @@ func (c *Client) open(ctx context.Context, addr string) (*conn, error) {
 	auths := append([]authInfo(nil), c.auths...)
 	c.mu.Unlock()
 
-	go cn.read()
 	for _, a := range auths {
-		cn.sendAuth(a)
+		cn.primed = append(cn.primed, cn.sendAuth(a))
 	}
-	c.watches.restore(cn)
-
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err != nil {
-		cn.fail(c.err)
-		return nil, c.err
-	}
-	c.cn = cn
-	close(c.up)
-	if had && c.state != StateConnecting {
-		c.setStateLocked(StateReconnected, nil)
-		c.log.Info("zookeeper session reconnected", "session", fmt.Sprintf("0x%x", c.id), "server", addr, "timeout", timeout)
-	} else {
-		c.setStateLocked(StateConnected, nil)
-		c.log.Info("zookeeper session established", "session", fmt.Sprintf("0x%x", c.id), "server", addr, "timeout", timeout)
+	go cn.read()
+	var err2 error
+	// The watches are restored and the connection published under the
+	// watch table's lock: a watch removed meanwhile is either in the
+	// restore or removed on this connection.
+	c.watches.restoreThen(cn, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.err != nil {
+			err2 = c.err
+			return
+		}
+		c.cn = cn
+		close(c.up)
+		if had && c.state != StateConnecting {
+			c.setStateLocked(StateReconnected, nil)
+			c.log.Info("zookeeper session reconnected", "session", fmt.Sprintf("0x%x", c.id), "server", addr, "timeout", timeout)
+		} else {
+			c.setStateLocked(StateConnected, nil)
+			c.log.Info("zookeeper session established", "session", fmt.Sprintf("0x%x", c.id), "server", addr, "timeout", timeout)
+		}
+	})
+	if err2 != nil {
+		cn.fail(err2)
+		return nil, err2
 	}
 	return cn, nil
 }
@@ -219,7 +228,9 @@ func (cn *conn) enqueue(r *jute.Request, cl *call, before func()) {
 		size := len(cn.out) - n - 4
 		cn.out = cn.out[:n]
 		cn.mu.Unlock()
-		cl.complete(fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, size, cn.c.cfg.maxFrame))
+		if cl != nil {
+			cl.complete(fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, size, cn.c.cfg.maxFrame))
+		}
 		return
 	}
 	if r.Op == jute.OpPing {
@@ -258,11 +269,9 @@ func (cn *conn) sendAuth(a authInfo) chan error {
 	return ch
 }
 
-// awaitAuth waits for the answers to the auth packets queued so far.
-func (cn *conn) awaitAuth(ctx context.Context) error {
-	cn.mu.Lock()
-	waits := append([]chan error(nil), cn.authWait...)
-	cn.mu.Unlock()
+// awaitAuth waits for the answers to the auth packets whose channels are
+// given.
+func awaitAuth(ctx context.Context, waits []chan error) error {
 	for _, ch := range waits {
 		select {
 		case err := <-ch:
@@ -470,7 +479,7 @@ func (cn *conn) handle(p []byte) error {
 				ch <- err
 			}
 			if err == ErrAuthFailed {
-				go c.finish(StateAuthFailed, ErrAuthFailed)
+				c.finish(StateAuthFailed, ErrAuthFailed)
 			}
 			return nil
 		}
@@ -509,14 +518,14 @@ func (cn *conn) handle(p []byte) error {
 	if h.Err != 0 {
 		code := Code(h.Err)
 		if code == ErrSessionExpired {
-			go c.finish(StateExpired, ErrSessionExpired)
+			c.finish(StateExpired, ErrSessionExpired)
 		}
 		cl.complete(code)
 		return nil
 	}
 	if cl.decode != nil {
 		if err := cl.decode(d); err == nil && d.Err() != nil {
-			cl.complete(fmt.Errorf("%w: reply to op %d: %v", errProtocol, cl.op, d.Err()))
+			cl.complete(fmt.Errorf("%w: reply to op %d: %v", ErrMarshalling, cl.op, d.Err()))
 			return nil
 		} else if err != nil {
 			cl.complete(err)

@@ -2,6 +2,7 @@ package zkclient_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"regexp"
@@ -22,6 +23,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		os.Exit(m.Run()) // a fuzzing worker runs only the fuzz target: no server
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	shared, sharedErr = zktest.Start(ctx, zktest.Options{})
 	cancel()

@@ -2,6 +2,7 @@ package zkclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -316,17 +317,29 @@ func (c *Client) AddAuth(ctx context.Context, scheme string, auth []byte) error 
 	if cn == nil {
 		return &OpError{Op: "auth", Err: fmt.Errorf("%w: not connected", ErrConnectionLoss)}
 	}
+	// Recorded before it is sent, so that a reconnection in between sends
+	// it too; forgotten if refused.
+	c.mu.Lock()
+	c.auths = append(c.auths, a)
+	c.mu.Unlock()
 	select {
 	case err = <-cn.sendAuth(a):
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	if err != nil {
+		if !errors.Is(err, ErrConnectionLoss) {
+			c.mu.Lock()
+			for i := range c.auths {
+				if c.auths[i].scheme == a.scheme && string(c.auths[i].auth) == string(a.auth) {
+					c.auths = append(c.auths[:i:i], c.auths[i+1:]...)
+					break
+				}
+			}
+			c.mu.Unlock()
+		}
 		return &OpError{Op: "auth " + scheme, Err: err}
 	}
-	c.mu.Lock()
-	c.auths = append(c.auths, a)
-	c.mu.Unlock()
 	return nil
 }
 

@@ -31,7 +31,7 @@ type config struct {
 	resumeID       int64
 	resumePasswd   []byte
 	shuffle        bool
-	onState        func(StateEvent)
+	onState        []func(StateEvent)
 	pingFraction   float64
 }
 
@@ -123,9 +123,12 @@ func WithSession(id int64, password []byte) Option {
 func WithoutShuffle() Option { return func(c *config) { c.shuffle = false } }
 
 // WithStateCallback calls f with each state change, in order, on the
-// client's own goroutine: f must return quickly and must not call the
-// Client. States gives the same events to a reader that may be slow.
-func WithStateCallback(f func(StateEvent)) Option { return func(c *config) { c.onState = f } }
+// client's own goroutine, under its lock: f must return quickly and must
+// not call the Client. Each callback given is called, in the order given.
+// States gives the same events to a reader that may be slow.
+func WithStateCallback(f func(StateEvent)) Option {
+	return func(c *config) { c.onState = append(c.onState, f) }
+}
 
 // WithPingFraction makes the client send a ping whenever it has sent none
 // for f x the negotiated timeout, even while other requests flow (by

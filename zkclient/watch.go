@@ -37,7 +37,8 @@ type watchTable struct {
 	mu        sync.Mutex
 	one       map[watchKey][]*Watch
 	pers      map[watchKey][]*PersistentWatch
-	inflight  map[string]int // requests that will set a watch on a path, not answered yet
+	inflight  map[string]int  // requests that will set a watch on a path, not answered yet
+	stale     map[string]bool // paths whose server watch outlived its registrants (removal deferred)
 	recursive int
 	err       error // the session's end: no more registrations
 }
@@ -47,6 +48,7 @@ func (t *watchTable) init(c *Client) {
 	t.one = map[watchKey][]*Watch{}
 	t.pers = map[watchKey][]*PersistentWatch{}
 	t.inflight = map[string]int{}
+	t.stale = map[string]bool{}
 }
 
 // Watch is a one-shot watch: its channel receives exactly one Event, the
@@ -188,9 +190,14 @@ func (t *watchTable) usedLocked(path string) bool {
 // It queues the request while holding the table's lock, so no request
 // setting a watch on path can be queued between the decision and it.
 func (t *watchTable) serverRemoveLocked(c *Client, path string) *call {
-	if t.usedLocked(path) || t.err != nil {
+	if t.err != nil {
 		return nil
 	}
+	if t.usedLocked(path) {
+		t.stale[path] = true // removed once the other uses end
+		return nil
+	}
+	delete(t.stale, path)
 	c.mu.Lock()
 	cn := c.cn
 	c.mu.Unlock()
@@ -200,6 +207,14 @@ func (t *watchTable) serverRemoveLocked(c *Client, path string) *call {
 	cl := c.newCall(jute.OpRemoveWatches, c.fromServer(path))
 	cn.enqueue(&jute.Request{Op: jute.OpRemoveWatches, Path: path, Mode: jute.WatcherAny}, cl, nil)
 	return cl
+}
+
+// tidyLocked sends a removal deferred by serverRemoveLocked once nothing
+// uses the path anymore.
+func (t *watchTable) tidyLocked(path string) {
+	if t.stale[path] && !t.usedLocked(path) {
+		t.serverRemoveLocked(t.c, path)
+	}
 }
 
 // begin counts a request about to be sent that will set a watch on path.
@@ -219,14 +234,19 @@ func (t *watchTable) settle(c *Client, w *Watch, kind watchKind, set bool) {
 	if t.inflight[path]--; t.inflight[path] <= 0 {
 		delete(t.inflight, path)
 	}
-	if set && !w.abandoned && t.err == nil {
+	switch {
+	case set && t.err != nil:
+		// The session ended after the server set it: say so, as for
+		// every watch the session had.
+		w.ch <- Event{Type: EventNotWatching, Path: c.fromServer(path), Err: t.err}
+	case set && !w.abandoned:
 		w.key.kind = kind
 		t.one[w.key] = append(t.one[w.key], w)
 		w.listed = true
-		return
-	}
-	if set {
+	case set:
 		t.serverRemoveLocked(c, path) // nobody wants what the server set
+	default:
+		t.tidyLocked(path)
 	}
 }
 
@@ -249,13 +269,16 @@ func (t *watchTable) settlePersistent(w *PersistentWatch, ok bool) bool {
 	if t.inflight[w.key.path]--; t.inflight[w.key.path] <= 0 {
 		delete(t.inflight, w.key.path)
 	}
-	if !ok || t.err != nil || w.abandoned {
-		if ok && !w.abandoned {
-			return false
-		}
-		if ok {
-			t.serverRemoveLocked(t.c, w.key.path)
-		}
+	switch {
+	case ok && t.err != nil:
+		w.s.push(Event{Type: EventNotWatching, Path: t.c.fromServer(w.key.path), Err: t.err})
+		w.s.close(t.err)
+		return false
+	case ok && w.abandoned:
+		t.serverRemoveLocked(t.c, w.key.path)
+		return false
+	case !ok:
+		t.tidyLocked(w.key.path)
 		return false
 	}
 	t.pers[w.key] = append(t.pers[w.key], w)
@@ -286,11 +309,16 @@ func (t *watchTable) dispatch(c *Client, ev jute.WatcherEvent) {
 	defer t.mu.Unlock()
 	fire := func(k watchKind) {
 		key := watchKey{ev.Path, k}
-		for _, w := range t.one[key] {
+		list := t.one[key]
+		if list == nil {
+			return
+		}
+		for _, w := range list {
 			w.listed = false
 			w.ch <- e
 		}
 		delete(t.one, key)
+		t.tidyLocked(ev.Path)
 	}
 	switch typ {
 	case EventNodeCreated, EventNodeDataChanged:
@@ -317,6 +345,9 @@ func (t *watchTable) dispatch(c *Client, ev jute.WatcherEvent) {
 			return
 		}
 		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return // not an absolute path (a broken server): no ancestors
+		}
 		if i == 0 {
 			p = "/"
 		} else {
@@ -329,9 +360,11 @@ func (t *watchTable) dispatch(c *Client, ev jute.WatcherEvent) {
 // connection: setWatches2 with the newest zxid seen, so the server fires at
 // once for what changed meanwhile. The lists are split into packets of at
 // most 128 KiB, as ZooKeeper's Java client does.
-func (t *watchTable) restore(cn *conn) {
+func (t *watchTable) restoreThen(cn *conn, publish func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer publish()
+	clear(t.stale) // a new connection has no watches but those restored
 	r := jute.Request{Op: jute.OpSetWatches2, RelativeZxid: cn.c.lastZxid.Load()}
 	size := 0
 	flush := func() {

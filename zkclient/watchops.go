@@ -66,11 +66,10 @@ func (c *Client) ExistsW(ctx context.Context, path string) (Stat, bool, *Watch, 
 	switch {
 	case err == nil:
 		return st, true, w, nil
-	case ctx.Err() != nil:
-		c.watches.abandon(c, w)
-		return Stat{}, false, nil, err
 	case isCode(err, ErrNoNode):
 		return Stat{}, false, w, nil
+	case w != nil && ctx.Err() != nil:
+		c.watches.abandon(c, w)
 	}
 	return Stat{}, false, nil, err
 }
