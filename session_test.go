@@ -3,6 +3,7 @@ package zkrecipes_test
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -86,3 +87,30 @@ func TestSessionLogsItsLife(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// A state callback of the user's runs beside the Session's own: loss is
+// still reported.
+func TestSessionUserStateCallback(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, time.Minute)
+	var mu sync.Mutex
+	var seen []zkclient.State
+	s := e.session(zkrecipes.WithClientOptions(zkclient.WithStateCallback(func(ev zkclient.StateEvent) {
+		mu.Lock()
+		seen = append(seen, ev.State)
+		mu.Unlock()
+	})))
+	m := zkrecipes.NewMutex(s, e.path+"/lock")
+	must(t, m.Lock(ctx), "Lock")
+	e.expire(s)
+	select {
+	case <-m.Lost():
+	case <-time.After(20 * time.Second):
+		t.Fatal("Lost not closed after expiry with a user state callback")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(seen, zkclient.StateExpired) {
+		t.Errorf("the user's callback saw %v, not the expiry", seen)
+	}
+}
