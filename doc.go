@@ -12,7 +12,9 @@
 // session and deletes its nodes. That is the only release a dead process
 // can give. A Session never carries on with a new session behind its
 // users' backs; once it is over, Done is closed and every call returns an
-// error that wraps ErrSessionExpired (or ErrSessionClosed).
+// error that wraps ErrSessionExpired (or ErrSessionClosed). It runs on the
+// package zkclient, the project's own ZooKeeper client; Session.Client
+// gives it to code that reads and writes nodes of its own.
 //
 // # The contender queue
 //
@@ -28,8 +30,9 @@
 //
 // A holder can lose its lock without releasing it: its session may expire
 // while it is paused or partitioned. Mutex.Lost reports that, at session
-// expiry for sure and, with WithStrict, as soon as the connection has been
-// down long enough that expiry is possible. Because a holder may still act
+// expiry for sure and, with WithStrict, as soon as half the session
+// timeout has passed since the send time of the newest request the server
+// answered, before expiry is possible. Because a holder may still act
 // before it notices, Mutex.Token gives a fencing token: a number that
 // strictly increases from one holder to the next. Send it with every write
 // to the guarded resource, and have the resource reject writes carrying a
