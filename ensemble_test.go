@@ -1,6 +1,7 @@
 package zkrecipes_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -101,4 +102,51 @@ func TestMutexEnsembleFailover(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d acquisitions in all", total.Load())
 	e.empty(lock)
+}
+
+// TestFailedLockLeavesNoNodeAfterQuorumLoss: a Lock that gives up while the
+// ensemble has no quorum cannot delete its node in time (and a lost quorum
+// expires no session); once the quorum is back, the node goes anyway,
+// while the session lives on. Found by the nemesis suite: the node used to
+// stay and block every other contender for the session's life.
+func TestFailedLockLeavesNoNodeAfterQuorumLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-member ensemble")
+	}
+	if sharedErr != nil {
+		zktest.SkipOrFail(t, sharedErr)
+	}
+	cluster := zktest.StartT(t, zktest.Options{Servers: 3})
+	e := newEnvOn(t, cluster.Addrs())
+	ctx := ctxTimeout(t, 2*time.Minute)
+	lock := e.path + "/lock"
+	hs := e.sessionOn([]string{cluster.Addr(0)})
+	holder := zkrecipes.NewMutex(hs, lock)
+	must(t, holder.Lock(ctx), "holder: Lock")
+	s := e.sessionOn([]string{cluster.Addr(0)}, zkrecipes.WithSessionTimeout(2*time.Second))
+	waiter := zkrecipes.NewMutex(s, lock)
+	lctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- waiter.Lock(lctx) }()
+	e.waitFor("the waiter to queue", func() bool { return len(e.children(lock)) == 2 })
+	must(t, cluster.Kill(1), "kill member 1")
+	must(t, cluster.Kill(2), "kill member 2")
+	if err := <-done; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiter's Lock during the outage = %v, want DeadlineExceeded", err)
+	}
+	time.Sleep(s.Timeout()) // past the clean-up's own bound
+	must(t, cluster.Restart(ctx, 1), "restart member 1")
+	must(t, cluster.Restart(ctx, 2), "restart member 2")
+	e.waitFor("the failed Lock's node to go", func() bool { return len(e.children(lock)) == 1 })
+	if s.Err() != nil {
+		t.Fatalf("the waiter's session ended (%v): the test needs it alive", s.Err())
+	}
+	must(t, holder.Unlock(ctx), "holder: Unlock")
+	e.empty(lock)
+	// The restarted members' processes are waited for by goroutines that
+	// end with the cluster: close it before the leak check.
+	hs.Close()
+	s.Close()
+	cluster.Close()
 }

@@ -437,8 +437,14 @@ func (t *ticket) await(ctx context.Context, pred string) error {
 // leave deletes the ticket's node, even when ctx has ended (with a fresh
 // context bounded by the session timeout), retrying across connection loss
 // while the session lives. If the node's name is unknown (a create whose
-// answer was lost), every node with the ticket's prefix is deleted. When it
-// gives up while ctx is still live, the error wraps ErrReleaseUnconfirmed.
+// answer was lost), every node with the ticket's prefix is deleted.
+//
+// When the server cannot be reached within the session timeout (a lost
+// quorum does not expire sessions), leave returns an error wrapping
+// ErrReleaseUnconfirmed and the Session goes on deleting the node in the
+// background until it is gone or the session ends: a node left by a
+// failed Lock or an unconfirmed Unlock would otherwise block every other
+// contender for as long as the session lives.
 func (t *ticket) leave(ctx context.Context) error {
 	s := t.q.s
 	if s.Err() != nil {
@@ -447,8 +453,9 @@ func (t *ticket) leave(ctx context.Context) error {
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
 	err := t.remove(cctx)
-	if err != nil && cctx.Err() != nil && ctx.Err() == nil && s.Err() == nil {
-		return fmt.Errorf("%w: %s, after trying for %v (%v)", ErrReleaseUnconfirmed, t.path(), s.Timeout(), err)
+	if err != nil && cctx.Err() != nil && s.Err() == nil {
+		s.removeLater(t.remove)
+		return fmt.Errorf("%w: %s, after trying for %v (%v); deleting it in the background", ErrReleaseUnconfirmed, t.path(), s.Timeout(), err)
 	}
 	return err
 }

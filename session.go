@@ -36,6 +36,7 @@ type Session struct {
 	void       bool // strict mode: holdings were reported lost and no answer came since
 	strictDone chan struct{}
 	rearm      chan struct{} // strict mode: the timeout may have changed (a reconnection)
+	background sync.WaitGroup // deletes that outlived their caller (see removeLater)
 }
 
 // SessionOption configures a Session.
@@ -228,6 +229,7 @@ func (s *Session) Close() error {
 	if s.strictDone != nil {
 		<-s.strictDone
 	}
+	s.background.Wait()
 	if err != nil {
 		return fmt.Errorf("zkrecipes: close session: %w", err)
 	}
@@ -328,6 +330,37 @@ func (s *Session) hold() (lost <-chan struct{}, release func()) {
 			close(ch)
 		}
 	}
+}
+
+// removeLater runs remove in the background, again after each failure,
+// until it succeeds or the session is over: a node of ours that a caller
+// could not delete in time must still go.
+func (s *Session) removeLater(remove func(context.Context) error) {
+	s.background.Add(1)
+	go func() {
+		defer s.background.Done()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-s.c.Done():
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		for {
+			err := remove(ctx)
+			if err == nil || s.Err() != nil || ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("zookeeper: deleting a node of this session failed; trying again", "err", err)
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 }
 
 // awaitUp waits until the session is connected, ctx ends or the session is over.
