@@ -22,10 +22,11 @@ var (
 	// across it where that is safe and only return it when they cannot.
 	ErrConnectionLoss error = zkclient.ErrConnectionLoss
 
-	// ErrReleaseUnconfirmed means a release (Unlock, Resign, Leave) could
-	// not be confirmed within the session timeout although the caller's
-	// context was still live: the node may still be there. It goes when
-	// the session ends (Close the Session to be sure).
+	// ErrReleaseUnconfirmed means a release (Unlock, Resign, Leave, or the
+	// clean-up of a failed acquire) could not be confirmed within the
+	// session timeout although the session lives (a lost quorum expires
+	// no session): the node may still be there. The Session goes on
+	// deleting it in the background until it is gone or the session ends.
 	ErrReleaseUnconfirmed = errors.New("zkrecipes: release not confirmed by the server")
 
 	// ErrLocked is returned by TryLock when another contender holds the lock.

@@ -35,7 +35,7 @@ type Session struct {
 	holds      map[chan struct{}]struct{}
 	void       bool // strict mode: holdings were reported lost and no answer came since
 	strictDone chan struct{}
-	rearm      chan struct{} // strict mode: the timeout may have changed (a reconnection)
+	rearm      chan struct{}  // strict mode: the timeout may have changed (a reconnection)
 	background sync.WaitGroup // deletes that outlived their caller (see removeLater)
 }
 

@@ -1,0 +1,571 @@
+package nemesis
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
+)
+
+// The checker must be able to fail: each test builds a history by hand
+// that breaks (or, as a control, keeps) one property.
+
+func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// hist builds a history. Times are seconds; events are sorted by time
+// when the history is taken.
+type hist struct {
+	ev   []Event
+	next int32
+}
+
+func (b *hist) add(t float64, e Event) {
+	e.At = sec(t)
+	b.ev = append(b.ev, e)
+}
+
+func (b *hist) session(t float64, client int, gen int32, strict bool, timeout float64) {
+	b.add(t, Event{Kind: KindSession, Client: client, Gen: gen, Strict: strict, Timeout: sec(timeout)})
+}
+
+func (b *hist) sessionEnd(t float64, client int, gen int32, kind string, confirmed float64) {
+	b.add(t, Event{Kind: KindSessionEnd, Client: client, Gen: gen, ErrKind: kind, Confirmed: sec(confirmed)})
+}
+
+func (b *hist) forced(t float64, client int, gen int32) {
+	b.add(t, Event{Kind: KindForcedExpiry, Client: client, Gen: gen})
+}
+
+// hold records a grant at t1 and a release at t2 (none if t2 < 0).
+func (b *hist) hold(client int, gen int32, res string, mode Mode, token int64, t1, t2 float64) int32 {
+	b.next++
+	id := b.next
+	b.add(t1, Event{Kind: KindGrant, Client: client, Gen: gen, Res: res, Mode: mode, Holding: id, Token: token, Op: "test"})
+	if t2 >= 0 {
+		b.add(t2, Event{Kind: KindRelease, Client: client, Gen: gen, Res: res, Holding: id})
+	}
+	return id
+}
+
+func (b *hist) lost(t float64, id int32) {
+	b.add(t, Event{Kind: KindLost, Holding: id})
+}
+
+func (b *hist) write(t float64, client int, res string, id int32, token int64, accepted bool) {
+	b.add(t, Event{Kind: KindWrite, Client: client, Res: res, Holding: id, Token: token, Accepted: accepted})
+}
+
+// finish adds what a complete run ends with: a heal at 100 s, a grant
+// after it for each workload (a client and resource with a grant before
+// the heal, in the mode of its first), and a clean leftover scan.
+func (b *hist) finish() []Event {
+	seen := map[workloadKey]Mode{}
+	var ws []workloadKey
+	for _, e := range b.ev {
+		k := workloadKey{e.Client, e.Res}
+		if _, ok := seen[k]; e.Kind == KindGrant && e.At < sec(100) && !ok {
+			seen[k] = e.Mode
+			ws = append(ws, k)
+		}
+	}
+	b.add(100, Event{Kind: KindHealed, Client: -1})
+	for i, w := range ws {
+		b.add(0, Event{Kind: KindWorkload, Client: w.client, Res: w.res})
+		t := 101 + float64(i)*0.01
+		token := int64(1<<40 + i)
+		if seen[w] == Permit {
+			token = 0
+		}
+		b.hold(w.client, 99, w.res, seen[w], token, t, t+0.001)
+	}
+	b.add(110, Event{Kind: KindScan, Client: -1})
+	return b.events()
+}
+
+func (b *hist) events() []Event {
+	ev := append([]Event(nil), b.ev...)
+	slices.SortStableFunc(ev, func(x, y Event) int { return cmp.Compare(x.At, y.At) })
+	return ev
+}
+
+var testConfig = Config{Permits: map[string]int{"sem": 2}, ProgressBound: 5 * time.Second, ExpirySlack: sec(0.1)}
+
+// props returns the properties of r's violations.
+func props(r Report) []string {
+	var out []string
+	for _, v := range r.Violations {
+		out = append(out, v.Property)
+	}
+	return out
+}
+
+func wantProps(t *testing.T, r Report, want ...string) {
+	t.Helper()
+	got := props(r)
+	if !slices.Equal(got, want) {
+		var b strings.Builder
+		for _, v := range r.Violations {
+			b.WriteString("\n  " + v.String())
+		}
+		t.Fatalf("violations %v, want %v:%s", got, want, b.String())
+	}
+}
+
+func TestCheckCleanHistory(t *testing.T) {
+	var b hist
+	for c := range 3 {
+		b.session(0, c, 1, true, 3)
+	}
+	// Mutex handoffs, each token above the last, each holder writing.
+	a := b.hold(0, 1, "mutex", Exclusive, 10, 1, 2)
+	b.write(1.5, 0, "mutex", a, 10, true)
+	m := b.hold(1, 1, "mutex", Exclusive, 12, 2, 3)
+	b.write(2.5, 1, "mutex", m, 12, true)
+	// Readers together, sharing a token, then a writer, then a reader.
+	b.hold(0, 1, "rw", Shared, 20, 1, 3)
+	b.hold(1, 1, "rw", Shared, 20, 1.5, 2.5)
+	w := b.hold(2, 1, "rw", Exclusive, 25, 3, 4)
+	b.write(3.5, 2, "rw", w, 25, true)
+	b.hold(0, 1, "rw", Shared, 27, 4, 5)
+	// Two permits used at once.
+	b.hold(0, 1, "sem", Permit, 0, 1, 3)
+	b.hold(1, 1, "sem", Permit, 0, 2, 4)
+	b.hold(2, 1, "sem", Permit, 0, 3, 5)
+	r := Check(b.finish(), testConfig)
+	wantProps(t, r)
+	if r.Counts.Grants["mutex"] != 4 || r.Counts.Grants["rw-shared"] != 5 || r.Counts.Grants["rw-exclusive"] != 2 || r.Counts.Writes != 3 {
+		t.Errorf("counts %+v", r.Counts)
+	}
+}
+
+func TestCheckOverlap(t *testing.T) {
+	var b hist
+	b.session(0, 0, 1, true, 3)
+	b.session(0, 1, 1, true, 3)
+	a := b.hold(0, 1, "mutex", Exclusive, 10, 1, 3)
+	c := b.hold(1, 1, "mutex", Exclusive, 12, 2, 4)
+	ev := b.finish()
+	r := Check(ev, testConfig)
+	wantProps(t, r, PropExclusion)
+	v := r.Violations[0]
+	if v.At != sec(2) || !slices.Contains(v.Holdings, a) || !slices.Contains(v.Holdings, c) {
+		t.Errorf("violation %+v", v)
+	}
+	tl := Timeline(ev, v, 3*time.Second, 50)
+	if !strings.Contains(tl, fmt.Sprintf(">>      1.000s grant         c0/1 mutex h%d", a)) ||
+		!strings.Contains(tl, fmt.Sprintf(">>      2.000s grant         c1/1 mutex h%d", c)) {
+		t.Errorf("timeline does not mark both holdings:\n%s", tl)
+	}
+}
+
+func TestCheckNeverReleased(t *testing.T) {
+	var b hist
+	b.hold(0, 1, "mutex", Exclusive, 10, 1, -1)
+	b.hold(1, 1, "mutex", Exclusive, 12, 50, 51)
+	// It overlaps every later holding: the one at 50 s and both after
+	// the heal.
+	wantProps(t, Check(b.finish(), testConfig), PropExclusion, PropExclusion, PropExclusion)
+}
+
+func TestCheckLost(t *testing.T) {
+	t.Run("before the other's grant", func(t *testing.T) {
+		var b hist
+		b.session(0, 0, 1, true, 3)
+		a := b.hold(0, 1, "mutex", Exclusive, 10, 1, 3)
+		b.lost(1.5, a)
+		b.hold(1, 1, "mutex", Exclusive, 12, 2, 4)
+		r := Check(b.finish(), testConfig)
+		wantProps(t, r)
+		if r.Counts.Lost != 1 {
+			t.Errorf("lost %d, want 1", r.Counts.Lost)
+		}
+	})
+	t.Run("after the other's grant", func(t *testing.T) {
+		var b hist
+		b.session(0, 0, 1, true, 3)
+		a := b.hold(0, 1, "mutex", Exclusive, 10, 1, 3)
+		b.lost(2.5, a)
+		b.hold(1, 1, "mutex", Exclusive, 12, 2, 4)
+		wantProps(t, Check(b.finish(), testConfig), PropExclusion)
+	})
+	t.Run("at grant", func(t *testing.T) {
+		var b hist
+		b.next++
+		b.add(1, Event{Kind: KindGrant, Client: 0, Gen: 1, Res: "mutex", Mode: Exclusive, Holding: b.next, Token: 10, Empty: true})
+		b.add(3, Event{Kind: KindRelease, Client: 0, Gen: 1, Res: "mutex", Holding: b.next})
+		b.hold(1, 1, "mutex", Exclusive, 5, 1, 2) // neither overlap nor token order counts an empty holding
+		r := Check(b.finish(), testConfig)
+		wantProps(t, r)
+		if r.Counts.EmptyGrants != 1 {
+			t.Errorf("empty grants %d, want 1", r.Counts.EmptyGrants)
+		}
+	})
+}
+
+func TestCheckForcedExpiry(t *testing.T) {
+	build := func(forcedAt float64, end string) []Event {
+		var b hist
+		b.session(0, 0, 1, true, 3)
+		b.session(0, 1, 1, true, 3)
+		b.hold(0, 1, "mutex", Exclusive, 10, 1, 3)
+		b.forced(forcedAt, 0, 1)
+		if end != "" {
+			b.sessionEnd(2.9, 0, 1, end, 1.7)
+		}
+		b.hold(1, 1, "mutex", Exclusive, 12, 2, 4)
+		return b.finish()
+	}
+	r := Check(build(1.8, ErrKindSessionExpired), testConfig)
+	wantProps(t, r)
+	if r.Counts.ExcusedForced != 1 || r.Counts.Forced != 1 {
+		t.Errorf("counts %+v", r.Counts)
+	}
+	// Expired on purpose only after the other's grant: no excuse.
+	wantProps(t, Check(build(2.2, ErrKindSessionExpired), testConfig), PropExclusion)
+	// The nemesis tried, but the session did not end expired.
+	wantProps(t, Check(build(1.8, ""), testConfig), PropExclusion)
+	wantProps(t, Check(build(1.8, ErrKindSessionClosed), testConfig), PropExclusion)
+}
+
+func TestCheckServerExpiry(t *testing.T) {
+	// Holder 0's session ends expired; its newest answered send was at
+	// 0.5 s, timeout 1 s, slack 0.1 s: the server cannot have expired it
+	// before 1.4 s.
+	build := func(strict bool, end string, other float64) []Event {
+		var b hist
+		b.session(0, 0, 1, strict, 1)
+		b.session(0, 1, 1, true, 1)
+		a := b.hold(0, 1, "mutex", Exclusive, 10, 0.2, 5)
+		b.sessionEnd(4.9, 0, 1, end, 0.5)
+		b.lost(4.9, a)
+		b.hold(1, 1, "mutex", Exclusive, 12, other, other+1)
+		return b.finish()
+	}
+	r := Check(build(false, ErrKindSessionExpired, 2), testConfig)
+	wantProps(t, r)
+	if r.Counts.ExcusedExpiry != 1 || r.Counts.Expired != 1 {
+		t.Errorf("counts %+v", r.Counts)
+	}
+	t.Run("granted before the server could expire it", func(t *testing.T) {
+		wantProps(t, Check(build(false, ErrKindSessionExpired, 1.2), testConfig), PropExclusion)
+	})
+	t.Run("session not expired", func(t *testing.T) {
+		wantProps(t, Check(build(false, ErrKindSessionClosed, 2), testConfig), PropExclusion)
+	})
+	t.Run("strict session", func(t *testing.T) {
+		// Strict mode must have closed Lost before the server expired it.
+		wantProps(t, Check(build(true, ErrKindSessionExpired, 2), testConfig), PropExclusion)
+	})
+}
+
+func TestCheckReadWrite(t *testing.T) {
+	t.Run("reader while writer", func(t *testing.T) {
+		var b hist
+		b.hold(0, 1, "rw", Exclusive, 10, 1, 3)
+		b.hold(1, 1, "rw", Shared, 12, 2, 4)
+		wantProps(t, Check(b.finish(), testConfig), PropExclusion)
+	})
+	t.Run("writer while reader", func(t *testing.T) {
+		var b hist
+		b.hold(0, 1, "rw", Shared, 10, 1, 3)
+		b.hold(1, 1, "rw", Shared, 10, 1.5, 2)
+		b.hold(2, 1, "rw", Exclusive, 12, 2.5, 4)
+		wantProps(t, Check(b.finish(), testConfig), PropExclusion)
+	})
+}
+
+func TestCheckPermits(t *testing.T) {
+	var b hist
+	b.hold(0, 1, "sem", Permit, 0, 1, 4)
+	b.hold(1, 1, "sem", Permit, 0, 2, 4)
+	b.hold(2, 1, "sem", Permit, 0, 3, 4) // a third while two hold
+	r := Check(b.finish(), testConfig)
+	wantProps(t, r, PropExclusion)
+	if !strings.Contains(r.Violations[0].Msg, "beyond its 2 permits") {
+		t.Errorf("message %q", r.Violations[0].Msg)
+	}
+	// One permit by default.
+	var c hist
+	c.hold(0, 1, "other", Permit, 0, 1, 4)
+	c.hold(1, 1, "other", Permit, 0, 2, 4)
+	wantProps(t, Check(c.finish(), testConfig), PropExclusion)
+}
+
+func TestCheckTokens(t *testing.T) {
+	cases := []struct {
+		name  string
+		build func(b *hist)
+		want  []string
+	}{
+		{"equal", func(b *hist) {
+			b.hold(0, 1, "mutex", Exclusive, 10, 1, 2)
+			b.hold(1, 1, "mutex", Exclusive, 10, 3, 4)
+		}, []string{PropToken}},
+		{"lower", func(b *hist) {
+			b.hold(0, 1, "mutex", Exclusive, 10, 1, 2)
+			b.hold(1, 1, "mutex", Exclusive, 9, 3, 4)
+		}, []string{PropToken}},
+		{"lower than an older one", func(b *hist) {
+			b.hold(0, 1, "mutex", Exclusive, 10, 1, 2)
+			b.hold(1, 1, "mutex", Exclusive, 20, 3, 4)
+			b.hold(2, 1, "mutex", Exclusive, 15, 5, 6)
+		}, []string{PropToken}},
+		{"readers share", func(b *hist) {
+			b.hold(0, 1, "rw", Shared, 10, 1, 2)
+			b.hold(1, 1, "rw", Shared, 10, 1, 2)
+			b.hold(2, 1, "rw", Shared, 8, 1.5, 2) // readers are not ordered among themselves
+		}, nil},
+		{"reader not above a writer", func(b *hist) {
+			b.hold(0, 1, "rw", Exclusive, 10, 1, 2)
+			b.hold(1, 1, "rw", Shared, 10, 3, 4)
+		}, []string{PropToken}},
+		{"writer not above a reader", func(b *hist) {
+			b.hold(0, 1, "rw", Shared, 10, 1, 2)
+			b.hold(1, 1, "rw", Exclusive, 9, 3, 4)
+		}, []string{PropToken}},
+		{"permits carry none", func(b *hist) {
+			b.hold(0, 1, "sem", Permit, 0, 1, 2)
+			b.hold(1, 1, "sem", Permit, 0, 3, 4)
+		}, nil},
+		{"inversion excused by a forced expiry", func(b *hist) {
+			// Holder 1 was granted at the server first (token 9) but its
+			// call returned late, after its session was expired on
+			// purpose and holder 0 had been granted (token 10).
+			b.hold(0, 1, "mutex", Exclusive, 10, 1, 2)
+			b.forced(0.5, 1, 1)
+			x := b.hold(1, 1, "mutex", Exclusive, 9, 3, 4)
+			b.sessionEnd(3.01, 1, 1, ErrKindSessionExpired, 0.4)
+			b.lost(3.01, x)
+		}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var b hist
+			c.build(&b)
+			wantProps(t, Check(b.finish(), testConfig), c.want...)
+		})
+	}
+}
+
+func TestCheckRegister(t *testing.T) {
+	t.Run("accepted a lower token", func(t *testing.T) {
+		var b hist
+		b.hold(0, 1, "mutex", Exclusive, 10, 1, 2)
+		c := b.hold(1, 1, "mutex", Exclusive, 12, 2, 3)
+		b.write(2.5, 1, "mutex", c, 12, true)
+		d := b.hold(2, 1, "mutex", Exclusive, 14, 3, 4)
+		b.write(3.5, 2, "mutex", d, 10, true) // a broken register takes 10 after 12
+		wantProps(t, Check(b.finish(), testConfig), PropRegister)
+	})
+	t.Run("refused a valid token", func(t *testing.T) {
+		var b hist
+		a := b.hold(0, 1, "mutex", Exclusive, 10, 1, 2)
+		b.write(1.5, 0, "mutex", a, 10, false)
+		wantProps(t, Check(b.finish(), testConfig), PropRegister)
+	})
+	t.Run("stale write refused", func(t *testing.T) {
+		var b hist
+		b.session(0, 0, 1, true, 3)
+		a := b.hold(0, 1, "mutex", Exclusive, 10, 1, 3)
+		b.forced(1.1, 0, 1)
+		b.sessionEnd(2.9, 0, 1, ErrKindSessionExpired, 1)
+		c := b.hold(1, 1, "mutex", Exclusive, 12, 2, 2.8)
+		b.write(2.1, 1, "mutex", c, 12, true)
+		b.write(2.2, 0, "mutex", a, 10, false)
+		r := Check(b.finish(), testConfig)
+		wantProps(t, r)
+		if r.Counts.Rejected != 1 || r.Counts.ExcusedForced != 1 {
+			t.Errorf("counts %+v", r.Counts)
+		}
+	})
+	t.Run("write outside the holding", func(t *testing.T) {
+		var b hist
+		a := b.hold(0, 1, "mutex", Exclusive, 10, 1, 2)
+		b.lost(1.5, a)
+		b.write(1.7, 0, "mutex", a, 10, true) // after Lost was seen
+		wantProps(t, Check(b.finish(), testConfig), PropHarness)
+	})
+}
+
+func TestCheckProgress(t *testing.T) {
+	t.Run("no grant after the heal", func(t *testing.T) {
+		var b hist
+		b.add(0, Event{Kind: KindWorkload, Client: 7, Res: "mutex"})
+		b.add(130, Event{Kind: KindQueue, Client: -1, Detail: "/n/mutex holds _c_a-lock-0000000001 (c3/2, created at zxid 0x5)"})
+		r := Check(b.finish(), testConfig)
+		wantProps(t, r, PropProgress)
+		if !strings.Contains(r.Violations[0].Msg, "client 7 never acquired mutex") || !strings.Contains(r.Violations[0].Msg, "(c3/2,") {
+			t.Errorf("message %q", r.Violations[0].Msg)
+		}
+	})
+	t.Run("too late", func(t *testing.T) {
+		var b hist
+		b.add(0, Event{Kind: KindWorkload, Client: 7, Res: "mutex"})
+		b.hold(7, 1, "mutex", Exclusive, 10, 106, 107) // the bound is 5 s
+		wantProps(t, Check(b.finish(), testConfig), PropProgress)
+	})
+	t.Run("an empty grant is no progress", func(t *testing.T) {
+		var b hist
+		b.add(0, Event{Kind: KindWorkload, Client: 7, Res: "mutex"})
+		b.next++
+		b.add(101, Event{Kind: KindGrant, Client: 7, Gen: 1, Res: "mutex", Mode: Exclusive, Holding: b.next, Token: 10, Empty: true})
+		wantProps(t, Check(b.finish(), testConfig), PropProgress)
+	})
+	t.Run("no heal", func(t *testing.T) {
+		r := Check([]Event{{Kind: KindScan}}, testConfig)
+		wantProps(t, r, PropProgress)
+	})
+}
+
+func TestCheckLeftovers(t *testing.T) {
+	var b hist
+	b.add(111, Event{Kind: KindLeftover, Client: -1, Detail: "/nemesis/mutex/_c_x-lock-0000000001"})
+	r := Check(b.finish(), testConfig)
+	wantProps(t, r, PropLeftover)
+	if r.Counts.Leftovers != 1 {
+		t.Errorf("leftovers %d", r.Counts.Leftovers)
+	}
+	var o hist
+	o.add(5, Event{Kind: KindOrphanCheck, Client: 0, Gen: 1, Res: "mutex", Op: OpMutexLock})
+	o.add(6, Event{Kind: KindOrphanCheck, Client: 0, Gen: 1, Res: "mutex", Op: OpMutexLock, Detail: "/nemesis/mutex/_c_y-lock-0000000002"})
+	r = Check(o.finish(), testConfig)
+	wantProps(t, r, PropOrphan)
+	if r.Counts.OrphanChecks != 2 || r.Counts.Orphans != 1 || !strings.Contains(r.Violations[0].Msg, "while its session lived") {
+		t.Errorf("counts %+v, violation %v", r.Counts, r.Violations[0])
+	}
+	var c hist
+	c.add(100, Event{Kind: KindHealed})
+	wantProps(t, Check(c.events(), testConfig), PropLeftover) // the scan never ran
+}
+
+func TestCheckErrors(t *testing.T) {
+	cases := []struct {
+		op, kind string
+		ok       bool
+	}{
+		{OpMutexLock, ErrKindSessionExpired, true},
+		{OpMutexLock, ErrKindConnectionLoss, true},
+		{OpMutexUnlock, ErrKindReleaseUnconfirmed, true},
+		{OpMutexTryLock, ErrKindLocked, true},
+		{OpRWTryRLock, ErrKindLocked, true},
+		{OpMutexLock, ErrKindLocked, false},
+		{OpSessionClose, ErrKindCloseUnconfirmed, true},
+		{OpMutexUnlock, ErrKindCloseUnconfirmed, false},
+		{OpSessionNew, ErrKindNoServer, true},
+		{OpCampaign, ErrKindNoServer, false},
+		{OpAcquire, "", false},
+	}
+	for _, c := range cases {
+		var b hist
+		b.add(1, Event{Kind: KindError, Client: 0, Gen: 1, Op: c.op, ErrKind: c.kind, Detail: "boom"})
+		var want []string
+		if !c.ok {
+			want = []string{PropError}
+		}
+		t.Run(c.op+"/"+c.kind, func(t *testing.T) { wantProps(t, Check(b.finish(), testConfig), want...) })
+	}
+}
+
+func TestClassify(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("zkrecipes: lock /x: %w", err) }
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{wrap(zkrecipes.ErrSessionExpired), ErrKindSessionExpired},
+		{wrap(zkrecipes.ErrSessionClosed), ErrKindSessionClosed},
+		{wrap(zkrecipes.ErrConnectionLoss), ErrKindConnectionLoss},
+		{wrap(fmt.Errorf("%w: /x/n", zkrecipes.ErrReleaseUnconfirmed)), ErrKindReleaseUnconfirmed},
+		{wrap(zkrecipes.ErrNodeLost), ErrKindNodeLost},
+		{wrap(zkrecipes.ErrLocked), ErrKindLocked},
+		{wrap(context.DeadlineExceeded), ErrKindDeadline},
+		{wrap(context.Canceled), ErrKindCanceled},
+		{wrap(zkclient.ErrCloseUnconfirmed), ErrKindCloseUnconfirmed},
+		{errors.Join(wrap(context.Canceled), wrap(zkrecipes.ErrSessionExpired)), ErrKindSessionExpired},
+		{wrap(zkrecipes.ErrBusy), ""},
+		{wrap(zkrecipes.ErrNotHeld), ""},
+		{wrap(&zkclient.OpError{Op: "create", Path: "/x", Err: zkclient.ErrSessionMoved}), ""},
+		{errors.New("something else"), ""},
+	}
+	for _, c := range cases {
+		if got := Classify(c.err); got != c.want {
+			t.Errorf("Classify(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}
+
+// TestRegisterRecords: the register's own decisions, as recorded, pass the
+// check, and a stale token is refused.
+func TestRegisterRecords(t *testing.T) {
+	h := NewHistory()
+	reg := NewRegister(h, "mutex")
+	h.Record(Event{Kind: KindGrant, Client: 0, Gen: 1, Res: "mutex", Mode: Exclusive, Holding: 1, Token: 10})
+	h.Record(Event{Kind: KindGrant, Client: 1, Gen: 1, Res: "mutex", Mode: Exclusive, Holding: 2, Token: 12})
+	for _, w := range []struct {
+		holding int32
+		token   int64
+		want    bool
+	}{{1, 10, true}, {1, 10, true}, {2, 12, true}, {1, 10, false}, {2, 12, true}} {
+		if got := reg.Write(int(w.holding-1), 1, w.holding, w.token); got != w.want {
+			t.Errorf("write of token %d: accepted %v, want %v", w.token, got, w.want)
+		}
+	}
+	r := Check(h.Events(), testConfig)
+	for _, v := range r.Violations {
+		if v.Property == PropRegister || v.Property == PropHarness {
+			t.Errorf("%v", v)
+		}
+	}
+	if r.Counts.Writes != 5 || r.Counts.Rejected != 1 {
+		t.Errorf("counts %+v", r.Counts)
+	}
+}
+
+func TestSummary(t *testing.T) {
+	var b hist
+	b.session(0, 0, 1, true, 3)
+	b.hold(0, 1, "mutex", Exclusive, 10, 1, 2)
+	b.add(0.5, Event{Kind: KindFault, Client: -1, Detail: "kill member 0 (leader) with SIGKILL for 1s"})
+	b.add(3, Event{Kind: KindError, Client: 0, Gen: 1, Op: OpMutexLock, Detail: "?"})
+	r := Check(b.finish(), testConfig)
+	s := Summary(42, 1, time.Minute, r)
+	for _, want := range []string{"seed=42", "faults=1 [kill=1]", "mutex=2", "errors=1 [UNKNOWN=1]", "violations=1"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q: %s", want, s)
+		}
+	}
+}
+
+// TestTimeline: the window keeps the lines nearest the violation and
+// counts the rest; faults are always shown.
+func TestTimeline(t *testing.T) {
+	var b hist
+	b.add(4.9, Event{Kind: KindFault, Client: -1, Detail: "pause member 1 with SIGSTOP for 2s"})
+	for i := range 300 {
+		b.hold(i%3, 1, "mutex", Exclusive, int64(i+1), 4+float64(i)*0.01, 4.005+float64(i)*0.01)
+	}
+	b.hold(5, 1, "other", Exclusive, 1, 5.5, 5.6) // another resource: not shown
+	ev := b.events()
+	v := Violation{Property: PropExclusion, At: sec(5.5), Res: "mutex", Holdings: []int32{151}}
+	tl := Timeline(ev, v, 3*time.Second, 20)
+	lines := strings.Split(strings.TrimSpace(tl), "\n")
+	if len(lines) != 22 { // header, 20 events, the count
+		t.Fatalf("%d lines:\n%s", len(lines), tl)
+	}
+	if !strings.Contains(tl, "more events in the window not shown") || strings.Contains(tl, "other") {
+		t.Errorf("timeline:\n%s", tl)
+	}
+	if !strings.Contains(tl, ">>      5.500s grant") {
+		t.Errorf("the violation's holding is not marked:\n%s", tl)
+	}
+	if all := Timeline(ev, v, 3*time.Second, 0); !strings.Contains(all, "fault") {
+		t.Errorf("the fault is not shown:\n%s", all)
+	}
+}

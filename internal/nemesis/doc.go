@@ -1,0 +1,69 @@
+// Package nemesis is a randomized fault suite for the recipes: a runner
+// that drives several client sessions, each behind its own fault-injecting
+// proxies (one per member), against a real ZooKeeper ensemble while a
+// seeded scheduler breaks things, and a checker that judges the recorded
+// history afterwards.
+//
+// The parts:
+//
+//   - History records every event of a run (faults, sessions, grants,
+//     releases, noticed losses, fenced writes, errors, leftover nodes) with
+//     a timestamp from one monotonic clock: all clients live in one
+//     process, so their events are ordered on one time line.
+//   - NewPlan draws the faults from a seed with math/rand/v2, before the
+//     run: the same seed gives the same fault choices (kinds, targets,
+//     durations, gaps). Targets that only exist at run time (the leader,
+//     the member a lock holder is connected to) are resolved then, without
+//     drawing from the generator.
+//   - Run executes the plan on a zktest.Cluster while the workloads (Mutex
+//     with TryLock and Requeue, RWMutex, Election, Semaphore) contend, heals
+//     everything after the last fault, waits for every workload to acquire
+//     again, closes the sessions and looks for nodes left behind. Each
+//     client is one Session, replaced by a new one when the server expired
+//     it (the recipes never reuse an expired session), or when a release
+//     could not be confirmed (ErrReleaseUnconfirmed: the node stays while
+//     the session lives, so it is closed, as documented). A recipe that a
+//     later issue adds joins by a resource name and a case in
+//     runner.recipe that turns its acquire and release into a grant.
+//   - Check is a pure function of the history: it knows nothing of
+//     ZooKeeper, so it is unit-tested with hand-made histories that break
+//     each property.
+//
+// The properties Check verifies:
+//
+//   - Exclusion. A holding lasts from its grant (the return of Lock,
+//     Campaign, Acquire) to the start of its release, or to the moment the
+//     holder noticed Lost closed if that came first: the workload stops
+//     using the resource then. Two holdings of one resource that conflict
+//     (two exclusive ones, an exclusive one and a shared one, more than n
+//     permits of an n-permit semaphore) must not overlap. The only excuse
+//     is a session the server ended without the holder knowing, one that
+//     ended expired: the nemesis set out to expire it on purpose at or
+//     before the other's grant (counted as "forced"), or, for a session
+//     without strict mode, the other was granted at least its timeout (less
+//     ExpirySlack) after the newest answered send of that session, which
+//     is the earliest the server can have expired it (counted as
+//     "expired"). A strict session has no such excuse: its Lost must close
+//     before the server may expire it. A holding whose Lost was already
+//     closed when the call returned is empty: it never used the resource.
+//   - Tokens. Fencing tokens strictly increase in grant order between
+//     holdings that exclude each other: an exclusive holding's token is
+//     above every earlier holding's, a shared one's above every earlier
+//     exclusive one's; shared holdings may share a token. The same excuses
+//     apply.
+//   - Register. Each fenced register accepts a write only with a token at
+//     least the highest it accepted; the recorded decisions must be exactly
+//     that, and every write must fall inside its holding.
+//   - Progress. After the last fault healed, every workload acquires again
+//     within ProgressBound.
+//   - Leftovers. Once every session is closed, no node but containers is
+//     left under the recipes' paths.
+//   - Orphans. While a session lives, a call that failed (a TryLock that
+//     found the lock taken included) has left none of its nodes, as the
+//     recipes promise: after such a failure the workload asks the server
+//     for the session's ephemeral nodes under the path.
+//   - Errors. Every error a recipe call returned is one of the kinds a fault
+//     may cause (Classify, Allowed); anything else is a violation.
+//
+// On a violation, Timeline shows the events around it.
+package nemesis

@@ -1,0 +1,420 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+)
+
+// The resources, one per recipe, each on its own path under Options.Base.
+const (
+	ResMutex     = "mutex"
+	ResRW        = "rw"
+	ResElection  = "election"
+	ResSemaphore = "semaphore"
+)
+
+// client is one session slot: a Session through the client's own proxies,
+// replaced by a new Session when the server expired it (the recipes never
+// reuse an expired session).
+type client struct {
+	r       *runner
+	id      int
+	strict  bool
+	servers []string // the client's proxies, one per member
+
+	mu  sync.Mutex // held while a new session is made
+	cur atomic.Pointer[sessionRef]
+}
+
+type sessionRef struct {
+	s   *zkrecipes.Session
+	gen int32
+}
+
+// peek returns the current session without waiting for a new one (nil
+// before the first).
+func (c *client) peek() *sessionRef { return c.cur.Load() }
+
+// session returns the client's live session, making a new one if the
+// current one is over. It retries until ctx ends.
+func (c *client) session(ctx context.Context) (*sessionRef, error) {
+	if ref := c.cur.Load(); ref != nil && !over(ref.s) {
+		return ref, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		ref := c.cur.Load()
+		if ref != nil && !over(ref.s) {
+			return ref, nil
+		}
+		if ref != nil {
+			ref.s.Close() // expired: free its goroutines; its workloads get errors and come here
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		gen := int32(1)
+		if ref != nil {
+			gen = ref.gen + 1
+		}
+		opts := []zkrecipes.SessionOption{zkrecipes.WithSessionTimeout(c.r.o.SessionTimeout)}
+		if c.strict {
+			opts = append(opts, zkrecipes.WithStrict())
+		}
+		nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		s, err := zkrecipes.NewSession(nctx, c.servers, opts...)
+		cancel()
+		if err != nil {
+			c.r.fail(c.id, gen, "", OpSessionNew, err)
+			sleep(ctx, 200*time.Millisecond)
+			continue
+		}
+		id, _ := s.Credentials()
+		c.r.h.Record(Event{Kind: KindSession, Client: c.id, Gen: gen, Session: id, Strict: c.strict, Timeout: s.Timeout()})
+		ref = &sessionRef{s: s, gen: gen}
+		c.cur.Store(ref)
+		c.r.sessions.Add(1)
+		go c.watch(ref)
+		return ref, nil
+	}
+}
+
+// watch records how the session ended, and the send time of its newest
+// answered request: the server cannot have expired it earlier than that
+// plus its timeout.
+func (c *client) watch(ref *sessionRef) {
+	defer c.r.sessions.Done()
+	<-ref.s.Done()
+	err := ref.s.Err()
+	c.r.h.Record(Event{Kind: KindSessionEnd, Client: c.id, Gen: ref.gen, ErrKind: Classify(err),
+		Confirmed: c.r.h.Since(ref.s.Client().Confirmed()), Detail: fmt.Sprint(err)})
+}
+
+// retire closes the session of generation gen if it is still the
+// current one; the next call to session makes a new one.
+func (c *client) retire(gen int32) {
+	if ref := c.cur.Load(); ref != nil && ref.gen == gen {
+		ref.s.Close()
+	}
+}
+
+func over(s *zkrecipes.Session) bool {
+	select {
+	case <-s.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// grant is one holding as a workload sees it.
+type grant struct {
+	op      string
+	mode    Mode
+	token   int64
+	lost    <-chan struct{}
+	fenced  bool                                      // the holder writes to the resource's register
+	release func(ctx context.Context) (string, error) // the release call and its op
+	requeue func(ctx context.Context) (*grant, error) // nil if the recipe has none
+}
+
+// acquirer makes one attempt to acquire with a recipe value bound to a
+// session; it returns the op it tried.
+type acquirer func(ctx context.Context, rng *rand.Rand) (*grant, string, error)
+
+// worker runs one workload (one recipe) for one client, in a loop.
+type worker struct {
+	r   *runner
+	c   *client
+	res string
+	rng *rand.Rand
+	reg *Register // nil for a resource without a register
+}
+
+func (w *worker) run(ctx context.Context) {
+	defer w.r.workers.Done()
+	w.r.h.Record(Event{Kind: KindWorkload, Client: w.c.id, Res: w.res})
+	var gen int32
+	var acquire acquirer
+	for ctx.Err() == nil {
+		ref, err := w.c.session(ctx)
+		if err != nil {
+			return
+		}
+		if ref.gen != gen {
+			gen, acquire = ref.gen, w.r.recipe(w.res, w.c.id, ref.s)
+		}
+		w.step(ctx, acquire, gen)
+	}
+}
+
+// step acquires once, holds (Requeue-ing sometimes), and releases.
+func (w *worker) step(ctx context.Context, acquire acquirer, gen int32) {
+	// A third of the attempts give up after 1 to 5 s, so that deadlines
+	// also strike during outages (the clean-up of a failed acquire).
+	wait := 15 * time.Second
+	if w.rng.IntN(3) == 0 {
+		wait = w.between(1000, 5000)
+	}
+	actx, cancel := context.WithTimeout(ctx, wait)
+	g, op, err := acquire(actx, w.rng)
+	cancel()
+	if err != nil {
+		if strings.Contains(op, ".try") && errors.Is(err, zkrecipes.ErrLocked) {
+			w.r.h.Record(Event{Kind: KindBusy, Client: w.c.id, Gen: gen, Res: w.res, Op: op})
+			w.orphans(ctx, gen, op)
+			sleep(ctx, w.between(5, 30))
+			return
+		}
+		w.fail(gen, op, err)
+		if !errors.Is(err, zkrecipes.ErrReleaseUnconfirmed) {
+			w.orphans(ctx, gen, op)
+		}
+		sleep(ctx, w.between(50, 200))
+		return
+	}
+	for g != nil {
+		// One holding in ten is long, so that faults find holders to
+		// hit (see runner.awaitHolder).
+		long := w.rng.IntN(10) == 0
+		id, empty := w.r.granted(w.c.id, gen, w.res, g, long)
+		lost := empty || w.use(ctx, g, id, gen, long)
+		if !lost && ctx.Err() == nil && g.requeue != nil && w.rng.IntN(3) == 0 {
+			w.r.released(w.c.id, gen, w.res, id)
+			rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			ng, err := g.requeue(rctx)
+			cancel()
+			if err != nil {
+				w.fail(gen, OpMutexRequeue, err) // it left the queue
+				sleep(ctx, w.between(50, 200))
+				return
+			}
+			g = ng
+			continue
+		}
+		w.r.released(w.c.id, gen, w.res, id)
+		// The release is attempted even after the run is stopped.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.r.o.SessionTimeout+5*time.Second)
+		op, err := g.release(rctx)
+		cancel()
+		if err != nil {
+			w.fail(gen, op, err)
+		}
+		g = nil
+	}
+	sleep(ctx, w.between(0, 20))
+}
+
+// orphans checks that the failed call op left none of its nodes: it asks
+// the server for the session's ephemeral nodes under the resource's path,
+// waiting for the session to be connected again if it is not (the call may
+// have failed because the link is down), for up to twice the session
+// timeout. Nodes still listed 2 s after the first answer that shows them
+// are left for good: the failed call's clean-up has given up (a delete
+// may still have been on its way before). It tells nothing when the
+// session ends meanwhile. A node left is recorded, and the session
+// closed, or it would block the others for as long as it lives.
+func (w *worker) orphans(ctx context.Context, gen int32, op string) {
+	ref := w.c.peek()
+	if ref == nil || ref.gen != gen || over(ref.s) {
+		return
+	}
+	path := w.r.o.Base + "/" + w.res
+	deadline := time.Now().Add(2*w.r.o.SessionTimeout + 2*time.Second)
+	var seen time.Time // when nodes were first listed
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		ectx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		all, err := ref.s.Client().Ephemerals(ectx, path)
+		cancel()
+		if over(ref.s) {
+			return
+		}
+		if err != nil {
+			// The link may be down: look again. Any error of no fault
+			// kind is the check's own failure.
+			if Classify(err) == "" {
+				w.r.fail(w.c.id, gen, w.res, OpOrphanCheck, err)
+				return
+			}
+			sleep(ctx, 200*time.Millisecond)
+			continue
+		}
+		var nodes []string
+		for _, n := range all {
+			if strings.HasPrefix(n, path+"/") {
+				nodes = append(nodes, n)
+			}
+		}
+		if len(nodes) > 0 && seen.IsZero() {
+			seen = time.Now()
+		}
+		if len(nodes) == 0 || time.Since(seen) >= 2*time.Second {
+			w.r.h.Record(Event{Kind: KindOrphanCheck, Client: w.c.id, Gen: gen, Res: w.res, Op: op, Detail: strings.Join(nodes, " ")})
+			if len(nodes) > 0 {
+				w.c.retire(gen)
+			}
+			return
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+}
+
+// fail records a failed call. A release that could not be confirmed
+// (from a release, or from the clean-up of a failed acquire or Requeue)
+// may leave the node, which stays while the session lives: the session is
+// closed then, as documented.
+func (w *worker) fail(gen int32, op string, err error) {
+	w.r.fail(w.c.id, gen, w.res, op, err)
+	if errors.Is(err, zkrecipes.ErrReleaseUnconfirmed) {
+		w.c.retire(gen)
+	}
+}
+
+// use works on the resource while the holding lasts: a few fenced writes
+// with short sleeps in between (many, over 1 to 4 s, for a long one),
+// stopping as soon as Lost is seen closed.
+// It reports whether the holding was lost.
+func (w *worker) use(ctx context.Context, g *grant, id int32, gen int32, long bool) bool {
+	steps, lo, hi := 1+w.rng.IntN(2), 2, 15
+	if w.res == ResElection {
+		lo, hi = 20, 80 // a leadership lasts a little longer
+	}
+	if long {
+		steps, lo, hi = 15+w.rng.IntN(36), 50, 100 // 1 to 4 s, writing every 75 ms or so
+	}
+	for range steps {
+		select {
+		case <-g.lost:
+			w.r.lost(w.c.id, gen, w.res, id)
+			return true
+		default:
+		}
+		if g.fenced && w.reg != nil {
+			w.reg.Write(w.c.id, gen, id, g.token)
+		}
+		t := time.NewTimer(w.between(lo, hi))
+		select {
+		case <-g.lost:
+			t.Stop()
+			w.r.lost(w.c.id, gen, w.res, id)
+			return true
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+	return false
+}
+
+// between draws a duration in [lo, hi] milliseconds.
+func (w *worker) between(lo, hi int) time.Duration {
+	return time.Duration(lo+w.rng.IntN(hi-lo+1)) * time.Millisecond
+}
+
+// recipe returns the acquirer of resource res for client id on session s:
+// a fresh recipe value, bound to that session.
+func (r *runner) recipe(res string, id int, s *zkrecipes.Session) acquirer {
+	path := r.o.Base + "/" + res
+	switch res {
+	case ResMutex:
+		m := zkrecipes.NewMutex(s, path)
+		var held func(op string) *grant
+		held = func(op string) *grant {
+			return &grant{op: op, mode: Exclusive, token: m.Token(), lost: m.Lost(), fenced: true,
+				release: func(ctx context.Context) (string, error) { return OpMutexUnlock, m.Unlock(ctx) },
+				requeue: func(ctx context.Context) (*grant, error) {
+					if err := m.Requeue(ctx); err != nil {
+						return nil, err
+					}
+					return held(OpMutexRequeue), nil
+				}}
+		}
+		return func(ctx context.Context, rng *rand.Rand) (*grant, string, error) {
+			op, f := OpMutexLock, m.Lock
+			if rng.IntN(5) == 0 {
+				op, f = OpMutexTryLock, m.TryLock
+			}
+			if err := f(ctx); err != nil {
+				return nil, op, err
+			}
+			return held(op), op, nil
+		}
+	case ResRW:
+		m := zkrecipes.NewRWMutex(s, path)
+		return func(ctx context.Context, rng *rand.Rand) (*grant, string, error) {
+			n := rng.IntN(20)
+			op, f, mode := OpRWRLock, m.RLock, Shared
+			switch {
+			case n < 10:
+			case n < 12:
+				op, f = OpRWTryRLock, m.TryRLock
+			case n < 18:
+				op, f, mode = OpRWLock, m.Lock, Exclusive
+			default:
+				op, f, mode = OpRWTryLock, m.TryLock, Exclusive
+			}
+			if err := f(ctx); err != nil {
+				return nil, op, err
+			}
+			g := &grant{op: op, mode: mode, token: m.Token(), lost: m.Lost(), fenced: mode == Exclusive}
+			if mode == Shared {
+				g.release = func(ctx context.Context) (string, error) { return OpRWRUnlock, m.RUnlock(ctx) }
+			} else {
+				g.release = func(ctx context.Context) (string, error) { return OpRWUnlock, m.Unlock(ctx) }
+			}
+			return g, op, nil
+		}
+	case ResElection:
+		e := zkrecipes.NewElection(s, path, fmt.Sprintf("c%d", id))
+		return func(ctx context.Context, _ *rand.Rand) (*grant, string, error) {
+			if err := e.Campaign(ctx); err != nil {
+				return nil, OpCampaign, err
+			}
+			return &grant{op: OpCampaign, mode: Exclusive, token: e.Token(), lost: e.Lost(), fenced: true,
+				release: func(ctx context.Context) (string, error) { return OpResign, e.Resign(ctx) }}, OpCampaign, nil
+		}
+	case ResSemaphore:
+		sem := zkrecipes.NewSemaphore(s, path, r.o.Permits)
+		return func(ctx context.Context, _ *rand.Rand) (*grant, string, error) {
+			l, err := sem.Acquire(ctx)
+			if err != nil {
+				return nil, OpAcquire, err
+			}
+			return &grant{op: OpAcquire, mode: Permit, lost: l.Lost(),
+				release: func(ctx context.Context) (string, error) { return OpRelease, l.Release(ctx) }}, OpAcquire, nil
+		}
+	}
+	panic("nemesis: unknown resource " + res)
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
