@@ -38,6 +38,8 @@ one lock in a loop, with each recipe in --recipes:
                      queued in advance, each deleting its node when its
                      predecessor's goes (one delete and one event per handoff,
                      no reads)
+  floor+listing      the same chain, each session listing the lock's children
+                     once before its delete: the one read a safe handoff needs
 
 With --chain, each run is a chain on the floor's terms instead of a loop: the
 sessions queue in advance, then each releases as soon as it holds and none queues
@@ -52,7 +54,9 @@ acquisition ("n/a" where the recipe cannot be observed).
 With --servers (or $ZKR_SERVERS) it runs there; the server must accept as many
 connections from this host as there are clients (maxClientCnxns). Without them
 it starts a throwaway Apache ZooKeeper that syncs its log to disk like a
-production server, and removes it at the end.`,
+production server, and removes it at the end. The workloads connect in plain
+text without credentials: --tls-ca, --tls-cert, --tls-key and --auth are
+refused with --servers and do not apply without.`,
 		Example: `  zkr bench
   zkr bench --clients 1,10,100 --recipes zkrecipes,go-zookeeper
   zkr bench --chain --clients 10,500
@@ -65,7 +69,7 @@ production server, and removes it at the end.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.clients, "clients", "1,10,100,500", "comma-separated numbers of contending sessions")
-	fl.StringVar(&f.recipes, "recipes", "zkrecipes,zkrecipes-requeue,go-zookeeper,floor", "comma-separated workloads: zkrecipes (Unlock, then Lock), zkrecipes-requeue (Mutex.Requeue), go-zookeeper, floor")
+	fl.StringVar(&f.recipes, "recipes", "zkrecipes,zkrecipes-requeue,go-zookeeper,floor", "comma-separated workloads: zkrecipes (Unlock, then Lock), zkrecipes-requeue (Mutex.Requeue), go-zookeeper, floor, floor+listing")
 	fl.IntVar(&f.acquisitions, "acquisitions", 0, "acquisitions per run (0: 2 per client, at least 200)")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON instead of a table")
 	fl.IntVar(&f.rounds, "rounds", 1, "measure each run in this many slices, interleaved with the other recipes' (a server's speed drifts during a run; 4 gives fairer comparisons)")
@@ -93,8 +97,8 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 	var recipes []string
 	for r := range strings.SplitSeq(f.recipes, ",") {
 		r = strings.TrimSpace(r)
-		if !slices.Contains([]string{"zkrecipes", "zkrecipes-requeue", "go-zookeeper", "floor"}, r) {
-			return usagef("--recipes: unknown workload %q (want zkrecipes, zkrecipes-requeue, go-zookeeper or floor)", r)
+		if !slices.Contains([]string{"zkrecipes", "zkrecipes-requeue", "go-zookeeper", "floor", "floor+listing"}, r) {
+			return usagef("--recipes: unknown workload %q (want zkrecipes, zkrecipes-requeue, go-zookeeper, floor or floor+listing)", r)
 		}
 		if f.chain && r == "zkrecipes-requeue" {
 			if cmd.Flags().Changed("recipes") {
@@ -120,7 +124,7 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 		}
 		return err
 	}
-	servers, stop, err := a.measureServers(ctx, cmd, false, zktest.Options{Production: true})
+	servers, root, stop, err := a.measureServers(ctx, cmd, false, zktest.Options{Production: true})
 	if err != nil {
 		return interrupted(err)
 	}
@@ -139,7 +143,7 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 			cases = append(cases, benchCase{recipe: rec, clients: n, acquisitions: max(1, acq/f.rounds), chain: f.chain})
 		}
 	}
-	parts, err := a.measure(ctx, cmd, servers, cases)
+	parts, err := a.measure(ctx, cmd, servers, root, cases)
 	if err != nil {
 		return interrupted(err)
 	}
@@ -157,7 +161,7 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 	fmt.Fprintln(tw, "CLIENTS\tRECIPE\tACQUISITIONS\tACQ/S\tHANDOFF\tWAIT P50\tWAIT P99\tLISTINGS/ACQ\tREADS/ACQ\tEVENTS/RELEASE")
 	for _, r := range results {
 		name := label(r.Recipe)
-		if r.Chain && r.Recipe != "floor" {
+		if r.Chain && !strings.HasPrefix(r.Recipe, "floor") {
 			name += " (chain)"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Contenders, name, r.Acquisitions,

@@ -48,7 +48,9 @@ draws events per release against the number of clients (FILE ending in .svg or
 With --servers (or $ZKR_SERVERS), the demo runs there; the server must accept as
 many connections from this host as there are clients (maxClientCnxns). Without
 them it runs on zkrecipes' embedded ZooKeeper-compatible server (zkserver,
-inside this process: no Java needed), and says so on stderr.`,
+inside this process: no Java needed), and says so on stderr. The workloads
+connect in plain text without credentials: --tls-ca, --tls-cert, --tls-key and
+--auth are refused with --servers and do not apply without.`,
 		Example: `  zkr demo
   zkr demo --clients 50
   zkr demo --sweep 10,50,100 --plot herd.svg
@@ -110,7 +112,7 @@ func (a *app) demo(cmd *cobra.Command, f demoFlags) error {
 		}
 		return err
 	}
-	servers, stop, err := a.measureServers(ctx, cmd, true, zktest.Options{})
+	servers, root, stop, err := a.measureServers(ctx, cmd, true, zktest.Options{})
 	if err != nil {
 		return interrupted(err)
 	}
@@ -122,7 +124,7 @@ func (a *app) demo(cmd *cobra.Command, f demoFlags) error {
 			cases = append(cases, benchCase{recipe: r, clients: n, acquisitions: n * f.rounds})
 		}
 	}
-	results, err := a.measure(ctx, cmd, servers, cases)
+	results, err := a.measure(ctx, cmd, servers, root, cases)
 	if err != nil {
 		return interrupted(err)
 	}

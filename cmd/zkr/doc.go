@@ -11,9 +11,16 @@
 //	zkr bench                             lock throughput and handoff latency
 //	zkr server [--addr A] [--tick D]      run the embedded ZooKeeper-compatible server
 //
-// Every command takes --servers (comma-separated host:port; default
-// $ZKR_SERVERS, then 127.0.0.1:2181), --session-timeout, --connect-timeout
-// and -v. "zkr COMMAND --help" describes each command, with examples.
+// Every command takes --servers (comma-separated host:port, optionally
+// ending in a chroot to which every PATH is relative, as in
+// "zk1:2181,zk2:2181/app"; default $ZKR_SERVERS, then 127.0.0.1:2181),
+// --session-timeout, --connect-timeout and -v. --tls-ca (server-authenticated
+// TLS), --tls-cert with --tls-key (a client certificate) and --auth
+// user:password (digest) secure the session; $ZKR_TLS_CA, $ZKR_TLS_CERT,
+// $ZKR_TLS_KEY and $ZKR_AUTH stand in for them, a flag winning over its
+// variable. They do not apply to a server zkr starts itself (demo and bench
+// without --servers). "zkr COMMAND --help" describes each command, with
+// examples.
 //
 // # Exit status
 //
@@ -23,13 +30,16 @@
 // Otherwise:
 //
 //	0    success
-//	1    internal or ZooKeeper error
-//	2    bad input: unknown flag, bad path, bad duration, missing command
+//	1    internal or ZooKeeper error, including credentials refused by the
+//	     server or by a node's ACL (--auth, --tls-cert) and a missing chroot
+//	2    bad input: unknown flag, bad path, bad duration, missing command,
+//	     unreadable or invalid TLS file
 //	3    --timeout expired before the lock or leadership was obtained
 //	4    not obtained without waiting: lock held (--try), member id taken
 //	5    lock, leadership or membership lost while the command ran; the
 //	     command was stopped (SIGTERM, then SIGKILL after --grace)
-//	6    could not connect to ZooKeeper (or start one, for demo and bench)
+//	6    could not connect to ZooKeeper, a failed TLS handshake included
+//	     (or start one, for demo and bench)
 //	126  the command could not be executed
 //	127  the command was not found
 //	128+N  zkr was stopped by signal N before the command started

@@ -15,12 +15,12 @@ import (
 // zkr's exit codes; see the package documentation and exitCodesHelp.
 const (
 	exitOK         = 0
-	exitFailure    = 1   // internal or ZooKeeper error
+	exitFailure    = 1   // internal or ZooKeeper error, refused credentials included
 	exitUsage      = 2   // bad input
 	exitTimeout    = 3   // --timeout expired while waiting
 	exitHeld       = 4   // not obtained without waiting
 	exitLost       = 5   // lost while the command ran
-	exitConnect    = 6   // no ZooKeeper to talk to
+	exitConnect    = 6   // no ZooKeeper to talk to (a failed TLS handshake included)
 	exitCannotExec = 126 // the command could not be executed
 	exitNotFound   = 127 // the command was not found
 	exitSignal     = 128 // + the signal's number
@@ -31,13 +31,16 @@ const exitCodesHelp = `Exit status:
   When zkr ran a command (lock, elect, join), it exits with the command's own
   status (128+N if the command was killed by signal N), except:
   0    success
-  1    internal or ZooKeeper error
-  2    bad input: unknown flag, bad path, bad duration, missing command
+  1    internal or ZooKeeper error, including credentials refused by the
+       server or by a node's ACL (--auth, --tls-cert) and a missing chroot
+  2    bad input: unknown flag, bad path, bad duration, missing command,
+       unreadable or invalid TLS file
   3    --timeout expired before the lock or leadership was obtained
   4    not obtained without waiting: lock held (--try), member id taken
   5    lock, leadership or membership lost while the command ran; the command
        was stopped (SIGTERM, then SIGKILL after --grace)
-  6    could not connect to ZooKeeper (or start one, for demo and bench)
+  6    could not connect to ZooKeeper, a failed TLS handshake included (or
+       start one, for demo and bench)
   126  the command could not be executed
   127  the command was not found
   128+N  zkr was stopped by signal N before the command started`

@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestBadInput(t *testing.T) {
@@ -42,20 +43,61 @@ func TestBadInput(t *testing.T) {
 		{"unreachable", []string{"lock", "--servers", "127.0.0.1:1", "--connect-timeout", "500ms", "/x", "--", "true"}, exitConnect, "cannot connect to ZooKeeper at 127.0.0.1:1 within 500ms"},
 		{"unreachable inspect", []string{"inspect", "--servers", "127.0.0.1:1", "--connect-timeout", "500ms", "/x"}, exitConnect, "cannot connect to ZooKeeper"},
 		{"unknown host", []string{"members", "--servers", "no-such-host.invalid:2181", "/x"}, exitConnect, "cannot connect to ZooKeeper"},
+		{"chroot trailing slash", []string{"lock", "--servers", "127.0.0.1:2181/app/", "/x", "--", "true"}, exitUsage, `chroot "/app/": trailing slash`},
+		{"chroot empty segment", []string{"inspect", "--servers", "127.0.0.1:2181/a//b", "/x"}, exitUsage, `chroot "/a//b": empty segment`},
+		{"chroot without servers", []string{"members", "--servers", "/app", "/x"}, exitUsage, "empty address"},
+		{"tls cert without key", []string{"lock", "--tls-cert", "client.pem", "/x", "--", "true"}, exitUsage, "--tls-cert given without --tls-key"},
+		{"tls key without cert", []string{"inspect", "--tls-key", "client-key.pem", "/x"}, exitUsage, "--tls-key given without --tls-cert"},
+		{"tls ca unreadable", []string{"lock", "--tls-ca", "/nonexistent/ca.pem", "/x", "--", "true"}, exitUsage, `--tls-ca "/nonexistent/ca.pem": cannot read: no such file or directory`},
+		{"tls ca not PEM", []string{"elect", "--tls-ca", "main.go", "/x", "--id", "a", "--", "true"}, exitUsage, `--tls-ca "main.go": no PEM certificate in the file`},
+		{"tls key unreadable", []string{"members", "--tls-cert", "main.go", "--tls-key", "/nonexistent/key.pem", "/x"}, exitUsage, `--tls-key "/nonexistent/key.pem": cannot read`},
+		{"tls cert not PEM", []string{"join", "--tls-cert", "main.go", "--tls-key", "root.go", "/x", "--id", "a"}, exitUsage, `--tls-cert "main.go" with --tls-key "root.go": tls: failed to find any PEM data`},
+		{"auth without colon", []string{"lock", "--auth", "zkr-s3cret", "/x", "--", "true"}, exitUsage, "--auth: expected user:password (digest scheme), found no colon"},
+		{"auth without user", []string{"inspect", "--auth", ":s3cret", "/x"}, exitUsage, "--auth: expected user:password (digest scheme), the user is empty"},
+		{"bench with auth", []string{"bench", "--servers", "127.0.0.1:1", "--auth", "zkr:s3cret"}, exitUsage, "cannot use TLS or --auth"},
+		{"demo with tls", []string{"demo", "--servers", "127.0.0.1:1", "--tls-ca", "/nonexistent/ca.pem"}, exitUsage, `--tls-ca "/nonexistent/ca.pem": cannot read`},
+	}
+	check := func(t *testing.T, r result, code int, msg string) {
+		t.Helper()
+		if r.code != code {
+			t.Errorf("exit %d, want %d; stderr %q", r.code, code, r.stderr)
+		}
+		oneLineError(t, r)
+		if !strings.Contains(r.stderr, msg) {
+			t.Errorf("stderr %q does not say %q", r.stderr, msg)
+		}
+		if strings.Contains(r.stderr, "s3cret") {
+			t.Errorf("stderr shows the password: %q", r.stderr)
+		}
+		if r.stdout != "" {
+			t.Errorf("stdout should be empty: %q", r.stdout)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := zkr(t, tt.args...)
-			if r.code != tt.code {
-				t.Errorf("exit %d, want %d; stderr %q", r.code, tt.code, r.stderr)
-			}
-			oneLineError(t, r)
-			if !strings.Contains(r.stderr, tt.msg) {
-				t.Errorf("stderr %q does not say %q", r.stderr, tt.msg)
-			}
-			if r.stdout != "" {
-				t.Errorf("stdout should be empty: %q", r.stdout)
-			}
+			check(t, zkr(t, tt.args...), tt.code, tt.msg)
+		})
+	}
+
+	// The same settings from the environment, named as such.
+	envTests := []struct {
+		name string
+		env  []string
+		args []string
+		msg  string
+	}{
+		{"env chroot", []string{"ZKR_SERVERS=127.0.0.1:2181/app/"}, []string{"inspect", "/x"}, `chroot "/app/": trailing slash`},
+		{"env tls cert without key", []string{"ZKR_TLS_CERT=client.pem"}, []string{"lock", "/x", "--", "true"}, "$ZKR_TLS_CERT given without --tls-key"},
+		{"env tls key without cert", []string{"ZKR_TLS_KEY=client-key.pem"}, []string{"lock", "/x", "--", "true"}, "$ZKR_TLS_KEY given without --tls-cert"},
+		{"env tls ca unreadable", []string{"ZKR_TLS_CA=/nonexistent/ca.pem"}, []string{"inspect", "/x"}, `$ZKR_TLS_CA "/nonexistent/ca.pem": cannot read`},
+		{"flag over env", []string{"ZKR_TLS_CA=/nonexistent/env.pem"}, []string{"inspect", "--tls-ca", "/nonexistent/flag.pem", "/x"}, `--tls-ca "/nonexistent/flag.pem": cannot read`},
+		{"env auth without colon", []string{"ZKR_AUTH=zkr-s3cret"}, []string{"members", "/x"}, "$ZKR_AUTH: expected user:password"},
+	}
+	for _, tt := range envTests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := start(t, tt.env, tt.args...)
+			code := p.wait(time.Minute)
+			check(t, result{code: code, stdout: p.stdout.String(), stderr: p.stderr.String()}, exitUsage, tt.msg)
 		})
 	}
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -88,8 +90,9 @@ func (a *app) inspect(cmd *cobra.Command, path string, asJSON bool) error {
 	}
 	in := newInspection(v, time.Now())
 	if len(in.Contenders) > 0 {
-		servers, _, _ := a.serverList() // checked by connect
-		live, err := liveSessions(ctx, servers)
+		servers, _, _, _ := a.serverList() // checked by connect
+		tlsCfg, _ := a.tlsConfig()
+		live, err := liveSessions(ctx, servers, tlsCfg)
 		if err != nil {
 			in.Why = err.Error()
 		} else {
@@ -177,12 +180,13 @@ func printable(data []byte) string {
 // sidRE finds the session ids in the answer to "cons".
 var sidRE = regexp.MustCompile(`sid=0x([0-9a-f]+)`)
 
-// liveSessions asks every server which sessions are connected to it.
-func liveSessions(ctx context.Context, servers []string) (map[int64]bool, error) {
+// liveSessions asks every server which sessions are connected to it, over
+// TLS with tlsCfg (on the secure client port) if it is not nil.
+func liveSessions(ctx context.Context, servers []string, tlsCfg *tls.Config) (map[int64]bool, error) {
 	live := map[int64]bool{}
 	for _, s := range servers {
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		out, err := zktest.FourLetter(cctx, s, "cons")
+		out, err := fourLetter(cctx, s, "cons", tlsCfg)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("cons on %s: %w", s, err)
@@ -198,6 +202,31 @@ func liveSessions(ctx context.Context, servers []string) (map[int64]bool, error)
 		}
 	}
 	return live, nil
+}
+
+// fourLetter sends the four-letter word cmd to the server at addr and
+// returns its answer, over TLS with tlsCfg if it is not nil.
+func fourLetter(ctx context.Context, addr, cmd string, tlsCfg *tls.Config) (string, error) {
+	if tlsCfg == nil {
+		return zktest.FourLetter(ctx, addr, cmd)
+	}
+	d := tls.Dialer{Config: tlsCfg}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("%s to %s: %w", cmd, addr, err)
+	}
+	defer conn.Close()
+	if deadline, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(deadline)
+	}
+	if _, err := io.WriteString(conn, cmd); err != nil {
+		return "", fmt.Errorf("%s to %s: %w", cmd, addr, err)
+	}
+	b, err := io.ReadAll(conn)
+	if err != nil && len(b) == 0 {
+		return "", fmt.Errorf("%s to %s: %w", cmd, addr, err)
+	}
+	return string(b), nil
 }
 
 func (in *inspection) print(a *app) {

@@ -46,9 +46,10 @@ server expires the session). COMMAND is then sent SIGTERM, then SIGKILL after
 --grace, and zkr exits with status 5, saying why. Signals sent to zkr are
 forwarded to COMMAND; the lock is released on every way out.
 
-Exit status: COMMAND's own, or 2 bad input, 3 --timeout expired, 4 lock held
-(--try), 5 lock lost, 6 no connection to ZooKeeper, 126/127 COMMAND cannot be
-run / not found, 128+N zkr killed by signal N while waiting.`,
+Exit status: COMMAND's own, or 1 ZooKeeper error (such as an ACL refusing the
+credentials), 2 bad input, 3 --timeout expired, 4 lock held (--try), 5 lock
+lost, 6 no connection to ZooKeeper, 126/127 COMMAND cannot be run / not found,
+128+N zkr killed by signal N while waiting.`,
 		Example: `  zkr lock /locks/backup -- ./backup.sh --full
   zkr lock --timeout 30s /locks/deploy -- make deploy
   zkr lock --try /locks/cron-report -- ./report.sh || echo "another report is running"

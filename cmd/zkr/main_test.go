@@ -58,6 +58,7 @@ func testMain(m *testing.M) int {
 	if shared != nil {
 		defer shared.Close()
 	}
+	defer closeTLSCluster() // if a TLS test started it
 	if buildErr != nil {
 		fmt.Fprintf(os.Stderr, "building zkr: %v\n", buildErr)
 		return 1

@@ -24,8 +24,8 @@ type benchCase struct {
 }
 
 // measure runs the cases one after the other on servers, each on a path of
-// its own.
-func (a *app) measure(ctx context.Context, cmd *cobra.Command, servers []string, cases []benchCase) ([]bench.Result, error) {
+// its own under root (a chroot of the servers, or "").
+func (a *app) measure(ctx context.Context, cmd *cobra.Command, servers []string, root string, cases []benchCase) ([]bench.Result, error) {
 	total := 0
 	for _, c := range cases {
 		total += c.acquisitions
@@ -38,7 +38,7 @@ func (a *app) measure(ctx context.Context, cmd *cobra.Command, servers []string,
 		rctx, stop := p.watchdog(ctx, stallLimit)
 		r, err := bench.Run(rctx, c.recipe, bench.Config{
 			Servers:      servers,
-			Path:         fmt.Sprintf("/zkr-%s/%s-%d-%d", cmd.Name(), c.recipe, c.clients, time.Now().UnixNano()),
+			Path:         fmt.Sprintf("%s/zkr-%s/%s-%d-%d", root, cmd.Name(), c.recipe, c.clients, time.Now().UnixNano()),
 			Contenders:   c.clients,
 			Acquisitions: c.acquisitions,
 			Progress:     p.step,
@@ -73,6 +73,8 @@ func label(recipe string) string {
 		return "go-zookeeper/zk Lock"
 	case "floor":
 		return "floor (event chain, no reads)"
+	case "floor+listing":
+		return "floor+listing (event chain, one listing per handoff)"
 	}
 	return recipe
 }

@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // defaultServers is used when neither --servers nor $ZKR_SERVERS is set.
@@ -27,6 +33,10 @@ type app struct {
 	getenv         func(string) string
 
 	servers        string
+	tlsCA          string
+	tlsCert        string
+	tlsKey         string
+	auth           string
 	sessionTimeout time.Duration
 	connectTimeout time.Duration
 	verbose        bool
@@ -49,6 +59,14 @@ leader, or as a member of a group. It shows the queue behind a lock or an
 election, and measures the herd effect that the recipes avoid.
 
 ZooKeeper servers come from --servers, else $ZKR_SERVERS, else ` + defaultServers + `.
+A chroot suffix ("zk1:2181,zk2:2181/app") makes every PATH relative to /app.
+--tls-ca connects over TLS (ZooKeeper's secureClientPort), trusting that CA;
+--tls-cert and --tls-key, given together, present a client certificate. --auth
+user:password authenticates with the digest scheme. Each has an environment
+equivalent ($ZKR_TLS_CA, $ZKR_TLS_CERT, $ZKR_TLS_KEY, $ZKR_AUTH); a flag wins
+over its variable. They do not apply where zkr starts its own server (demo and
+bench without --servers); demo and bench refuse TLS and --auth on servers
+given to them.
 
 ` + exitCodesHelp,
 		Example: `  zkr demo
@@ -65,7 +83,11 @@ ZooKeeper servers come from --servers, else $ZKR_SERVERS, else ` + defaultServer
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usagef("%w", err) })
 
 	f := root.PersistentFlags()
-	f.StringVar(&a.servers, "servers", "", "ZooKeeper servers, comma-separated host:port (default $ZKR_SERVERS, else "+defaultServers+")")
+	f.StringVar(&a.servers, "servers", "", "ZooKeeper servers, comma-separated host:port, optionally ending in a chroot (h1:2181,h2:2181/app) to which every PATH is relative (default $ZKR_SERVERS, else "+defaultServers+")")
+	f.StringVar(&a.tlsCA, "tls-ca", "", "connect over TLS (ZooKeeper's secureClientPort), trusting the CA certificates in this PEM file (default $ZKR_TLS_CA)")
+	f.StringVar(&a.tlsCert, "tls-cert", "", "connect over TLS presenting the client certificate in this PEM file; needs --tls-key (default $ZKR_TLS_CERT)")
+	f.StringVar(&a.tlsKey, "tls-key", "", "the private key of --tls-cert, an unencrypted PEM file (default $ZKR_TLS_KEY)")
+	f.StringVar(&a.auth, "auth", "", "authenticate with ZooKeeper's digest scheme as user:password (default $ZKR_AUTH, which keeps the password out of the process list)")
 	f.DurationVar(&a.sessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout to ask for; a holder whose connection is down for half of it counts as lost")
 	f.DurationVar(&a.connectTimeout, "connect-timeout", 10*time.Second, "give up connecting to ZooKeeper after this long (exit status 6)")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "log the session's life (connected, suspended, expired) and each step on stderr")
@@ -83,9 +105,10 @@ ZooKeeper servers come from --servers, else $ZKR_SERVERS, else ` + defaultServer
 	return root
 }
 
-// serverList returns the servers to use and whether the user chose them
-// (by flag or environment).
-func (a *app) serverList() (servers []string, chosen bool, err error) {
+// serverList returns the server addresses to use, the chroot ending the
+// list ("" if none: "/app" in "h1:2181,h2:2181/app") and whether the user
+// chose them (by flag or environment).
+func (a *app) serverList() (servers []string, chroot string, chosen bool, err error) {
 	spec, chosen := a.servers, true
 	if spec == "" {
 		spec = a.getenv("ZKR_SERVERS")
@@ -93,10 +116,20 @@ func (a *app) serverList() (servers []string, chosen bool, err error) {
 	if spec == "" {
 		spec, chosen = defaultServers, false
 	}
-	for s := range strings.SplitSeq(spec, ",") {
+	list := spec
+	if i := strings.IndexByte(spec, '/'); i >= 0 {
+		list, chroot = spec[:i], spec[i:]
+		if err := zkpath.Check(chroot); err != nil {
+			return nil, "", false, usagef("--servers %q: chroot %q: %v", spec, chroot, err)
+		}
+		if chroot == "/" {
+			chroot = ""
+		}
+	}
+	for s := range strings.SplitSeq(list, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
-			return nil, false, usagef("--servers %q: empty address", spec)
+			return nil, "", false, usagef("--servers %q: empty address", spec)
 		}
 		host, port, err := net.SplitHostPort(s)
 		if err != nil {
@@ -104,11 +137,121 @@ func (a *app) serverList() (servers []string, chosen bool, err error) {
 			host, port = s, "2181"
 		}
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || host == "" {
-			return nil, false, usagef("--servers %q: %q is not host:port", spec, s)
+			return nil, "", false, usagef("--servers %q: %q is not host:port", spec, s)
 		}
 		servers = append(servers, net.JoinHostPort(host, port))
 	}
-	return servers, chosen, nil
+	return servers, chroot, chosen, nil
+}
+
+// setting is the value of a global option and where it came from: the flag
+// ("--tls-ca"), else its environment variable ("$ZKR_TLS_CA"), for messages.
+type setting struct{ value, from string }
+
+func (a *app) setting(flag, value, env string) setting {
+	if value != "" {
+		return setting{value, "--" + flag}
+	}
+	if v := a.getenv(env); v != "" {
+		return setting{v, "$" + env}
+	}
+	return setting{}
+}
+
+// tlsConfig returns the TLS configuration of --tls-ca, --tls-cert and
+// --tls-key (or their variables), or nil for a plain connection. A CA alone
+// authenticates the server; a certificate and its key, which go together,
+// authenticate zkr to the server as well (without --tls-ca, the server is
+// checked against the system's CAs).
+func (a *app) tlsConfig() (*tls.Config, error) {
+	ca := a.setting("tls-ca", a.tlsCA, "ZKR_TLS_CA")
+	cert := a.setting("tls-cert", a.tlsCert, "ZKR_TLS_CERT")
+	key := a.setting("tls-key", a.tlsKey, "ZKR_TLS_KEY")
+	switch {
+	case cert.value != "" && key.value == "":
+		return nil, usagef("%s given without --tls-key ($ZKR_TLS_KEY): a client certificate needs its private key", cert.from)
+	case key.value != "" && cert.value == "":
+		return nil, usagef("%s given without --tls-cert ($ZKR_TLS_CERT): a private key needs its client certificate", key.from)
+	case ca.value == "" && cert.value == "":
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca.value != "" {
+		b, err := readSetting(ca)
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(b) {
+			return nil, usagef("%s %q: no PEM certificate in the file", ca.from, ca.value)
+		}
+	}
+	if cert.value != "" {
+		certPEM, err := readSetting(cert)
+		if err != nil {
+			return nil, err
+		}
+		keyPEM, err := readSetting(key)
+		if err != nil {
+			return nil, err
+		}
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			return nil, usagef("%s %q with %s %q: %v", cert.from, cert.value, key.from, key.value, err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+// readSetting reads the file a setting names; failing is bad input.
+func readSetting(s setting) ([]byte, error) {
+	b, err := os.ReadFile(s.value)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, usagef("%s %q: cannot read: %v", s.from, s.value, err)
+	}
+	return b, nil
+}
+
+// digestAuth returns the user and password of --auth (or $ZKR_AUTH), if
+// set. The value is never repeated in a message: it holds a password.
+func (a *app) digestAuth() (user, password string, ok bool, err error) {
+	s := a.setting("auth", a.auth, "ZKR_AUTH")
+	if s.value == "" {
+		return "", "", false, nil
+	}
+	user, password, ok = strings.Cut(s.value, ":")
+	switch {
+	case !ok:
+		return "", "", false, usagef("%s: expected user:password (digest scheme), found no colon", s.from)
+	case user == "":
+		return "", "", false, usagef("%s: expected user:password (digest scheme), the user is empty", s.from)
+	}
+	return user, password, true, nil
+}
+
+// security returns the session options of the TLS and authentication
+// settings, and whether there are any.
+func (a *app) security() (opts []zkrecipes.SessionOption, secured bool, err error) {
+	cfg, err := a.tlsConfig()
+	if err != nil {
+		return nil, false, err
+	}
+	if cfg != nil {
+		opts = append(opts, zkrecipes.WithTLS(cfg))
+	}
+	user, password, ok, err := a.digestAuth()
+	if err != nil {
+		return nil, false, err
+	}
+	if ok {
+		opts = append(opts, zkrecipes.WithDigestAuth(user, password))
+	}
+	return opts, len(opts) > 0, nil
 }
 
 // checkTimeouts refuses durations that cannot work.
@@ -141,16 +284,23 @@ func (a *app) logf(cmd *cobra.Command, format string, args ...any) {
 // connect opens a session. strict sessions report holdings lost as soon as
 // the connection has been down for half the session timeout.
 func (a *app) connect(ctx context.Context, strict bool) (*zkrecipes.Session, error) {
-	servers, _, err := a.serverList()
+	servers, chroot, _, err := a.serverList()
 	if err != nil {
 		return nil, err
 	}
 	if err := a.checkTimeouts(); err != nil {
 		return nil, err
 	}
-	opts := []zkrecipes.SessionOption{
+	sec, _, err := a.security()
+	if err != nil {
+		return nil, err
+	}
+	opts := append([]zkrecipes.SessionOption{
 		zkrecipes.WithSessionTimeout(a.sessionTimeout),
 		zkrecipes.WithLogger(a.logger()),
+	}, sec...)
+	if chroot != "" {
+		opts = append(opts, zkrecipes.WithChroot(chroot))
 	}
 	if strict {
 		opts = append(opts, zkrecipes.WithStrict())
@@ -158,16 +308,76 @@ func (a *app) connect(ctx context.Context, strict bool) (*zkrecipes.Session, err
 	cctx, cancel := context.WithTimeout(ctx, a.connectTimeout)
 	defer cancel()
 	s, err := zkrecipes.NewSession(cctx, servers, opts...)
-	switch {
-	case err == nil:
-		return s, nil
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	case errors.Is(err, context.DeadlineExceeded):
-		return nil, codef(exitConnect, "cannot connect to ZooKeeper at %s within %v (is it running? see --servers)", strings.Join(servers, ","), a.connectTimeout)
-	default:
-		return nil, withCode(exitConnect, fmt.Errorf("cannot connect to ZooKeeper at %s: %w", strings.Join(servers, ","), err))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, a.connectError(strings.Join(servers, ","), err)
 	}
+	if chroot != "" {
+		// ZooKeeper answers "no node" for every path under a chroot that
+		// does not exist; say what is missing instead.
+		_, ok, err := s.Client().Exists(cctx, "/")
+		switch {
+		case err != nil && ctx.Err() != nil:
+			closeSession(s)
+			return nil, ctx.Err()
+		case err != nil:
+			closeSession(s)
+			return nil, withCode(exitFailure, fmt.Errorf("checking the chroot %s: %w", chroot, err))
+		case !ok:
+			closeSession(s)
+			return nil, codef(exitFailure, "the chroot %s of the server list does not exist on ZooKeeper at %s: create it first; every PATH is relative to it", chroot, strings.Join(servers, ","))
+		}
+	}
+	return s, nil
+}
+
+// connectError gives a failure of NewSession its exit status and message:
+// refused credentials are a ZooKeeper error (exit status 1: trying again
+// will not help), anything else is a failure to connect (6), with the last
+// server's reason, such as a failed TLS handshake.
+func (a *app) connectError(servers string, err error) error {
+	if errors.Is(err, zkclient.ErrAuthFailed) {
+		return withCode(exitFailure, fmt.Errorf("ZooKeeper at %s refused the credentials (see --auth, --tls-cert): %w", servers, err))
+	}
+	hint := "is it running? see --servers; a secure client port needs --tls-ca"
+	if cfg, _ := a.tlsConfig(); cfg != nil {
+		hint = "is it running, with TLS on this port? see --servers, --tls-ca, --tls-cert"
+	}
+	if cause := lastServerError(err); cause != "" {
+		hint = cause + "; " + hint
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return codef(exitConnect, "cannot connect to ZooKeeper at %s within %v (%s)", servers, a.connectTimeout, hint)
+	}
+	return withCode(exitConnect, fmt.Errorf("cannot connect to ZooKeeper at %s: %w (%s)", servers, err, hint))
+}
+
+// lastServerError returns the newest of the per-server reasons that a
+// failed connect joins, "" if there are none.
+func lastServerError(err error) string {
+	var last string
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range e.Unwrap() {
+				_, multi := e.(interface{ Unwrap() []error })
+				switch {
+				case multi:
+					walk(e)
+				case errors.Is(e, zkclient.ErrNoServer), errors.Is(e, context.DeadlineExceeded), errors.Is(e, context.Canceled):
+				default:
+					last = e.Error()
+				}
+			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		}
+	}
+	walk(err)
+	return last
 }
 
 // pathAndCommand checks the arguments "PATH -- COMMAND [ARG...]"; with
@@ -214,7 +424,8 @@ func noArgs(cmd *cobra.Command, args []string) error {
 
 // recipeError gives an error from a recipe its exit status: a bad path or
 // argument is bad input, reported as the recipe words it; anything else is a
-// failure while doing what.
+// failure while doing what, a node's ACL refusing the session's credentials
+// among them.
 func recipeError(what string, err error) error {
 	var e *exitError
 	switch {
@@ -222,6 +433,8 @@ func recipeError(what string, err error) error {
 		return err
 	case errors.Is(err, zkrecipes.ErrInvalidPath), errors.Is(err, zkrecipes.ErrInvalidArgument):
 		return withCode(exitUsage, err)
+	case errors.Is(err, zkclient.ErrNoAuth):
+		return withCode(exitFailure, fmt.Errorf("%s: %w (the node's ACL refuses this session's credentials; see --auth, --tls-cert)", what, err))
 	}
 	return withCode(exitFailure, fmt.Errorf("%s: %w", what, err))
 }

@@ -18,40 +18,50 @@ import (
 // stderr. With embedded (the demo) that is zkserver, in this process: no
 // Java needed. Otherwise (bench, whose figures are about ZooKeeper) it is a
 // real Apache ZooKeeper started through zktest with opts, warmed up first
-// when opts.Production is set.
-func (a *app) measureServers(ctx context.Context, cmd *cobra.Command, embedded bool, opts zktest.Options) (servers []string, stop func(), err error) {
+// when opts.Production is set. root is the chroot of the user's servers
+// ("" if none), under which the runs' paths go.
+//
+// The workloads open their sessions with nothing but the addresses: on the
+// user's servers, TLS and --auth are refused; on a throwaway server they
+// do not apply.
+func (a *app) measureServers(ctx context.Context, cmd *cobra.Command, embedded bool, opts zktest.Options) (servers []string, root string, stop func(), err error) {
 	name := cmd.CommandPath()
-	servers, chosen, err := a.serverList()
+	servers, root, chosen, err := a.serverList()
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	if chosen {
+		if _, secured, err := a.security(); err != nil {
+			return nil, "", nil, err
+		} else if secured {
+			return nil, "", nil, usagef("cannot use TLS or --auth: the workloads connect in plain text without credentials (unset --tls-ca, --tls-cert, --tls-key, --auth and their $ZKR_ variables)")
+		}
 		s, err := a.connect(ctx, false)
 		if err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 		s.Close()
-		fmt.Fprintf(a.stderr, "%s: using ZooKeeper at %s\n", name, strings.Join(servers, ","))
-		return servers, func() {}, nil
+		fmt.Fprintf(a.stderr, "%s: using ZooKeeper at %s%s\n", name, strings.Join(servers, ","), root)
+		return servers, root, func() {}, nil
 	}
 	if embedded {
 		srv, err := zkserver.Run()
 		if err != nil {
-			return nil, nil, withCode(exitConnect, fmt.Errorf("starting the embedded server: %w", err))
+			return nil, "", nil, withCode(exitConnect, fmt.Errorf("starting the embedded server: %w", err))
 		}
 		fmt.Fprintf(a.stderr, "%s: no --servers given: running on zkrecipes' embedded ZooKeeper-compatible server (zkserver) at %s; pass --servers to use a ZooKeeper ensemble\n", name, srv.Addr())
-		return []string{srv.Addr()}, srv.Close, nil
+		return []string{srv.Addr()}, "", srv.Close, nil
 	}
 	if err := zktest.Available(); err != nil {
-		return nil, nil, withCode(exitConnect, fmt.Errorf("no --servers given, and cannot start a ZooKeeper here (pass --servers host:port to use one): %w", err))
+		return nil, "", nil, withCode(exitConnect, fmt.Errorf("no --servers given, and cannot start a ZooKeeper here (pass --servers host:port to use one): %w", err))
 	}
 	fmt.Fprintf(a.stderr, "%s: no --servers given: starting a throwaway Apache ZooKeeper (Java, through zktest)...\n", name)
 	c, err := zktest.Start(ctx, opts)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
+			return nil, "", nil, ctx.Err()
 		}
-		return nil, nil, withCode(exitConnect, fmt.Errorf("starting ZooKeeper: %w", err))
+		return nil, "", nil, withCode(exitConnect, fmt.Errorf("starting ZooKeeper: %w", err))
 	}
 	fmt.Fprintf(a.stderr, "%s: running on a throwaway ZooKeeper at %s (standalone, temporary directory, removed at the end)\n", name, strings.Join(c.Addrs(), ","))
 	if opts.Production {
@@ -60,8 +70,8 @@ func (a *app) measureServers(ctx context.Context, cmd *cobra.Command, embedded b
 		fmt.Fprintf(a.stderr, "%s: warming the server up...\n", name)
 		if err := bench.Warm(ctx, c.Addrs(), "/zkr-warm"); err != nil {
 			c.Close()
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 	}
-	return c.Addrs(), func() { c.Close() }, nil
+	return c.Addrs(), "", func() { c.Close() }, nil
 }

@@ -1,9 +1,11 @@
 // Package bench holds the lock workloads that both the Go benchmarks and
 // the zkr command measure: zkrecipes' Mutex, go-zookeeper/zk's own Lock,
-// the floor (a chain of sessions that each wait for their predecessor's
+// the floors (a chain of sessions that each wait for their predecessor's
 // deletion, then delete their own node: one delete and one event per
-// handoff, no reads) and, for the herd demonstration only, a naive lock
-// whose waiters all watch the parent's children.
+// handoff, and with floor+listing one listing too, the read a safe handoff
+// needs; see floor.go) and, for the herd demonstration only, a naive lock
+// whose waiters all watch the parent's children. RunReads measures many
+// small reads on one session, zkclient against go-zookeeper/zk.
 package bench
 
 import (
@@ -51,7 +53,7 @@ type Result struct {
 }
 
 // Recipes names the workloads Run knows.
-var Recipes = []string{"zkrecipes", "zkrecipes-requeue", "go-zookeeper", "floor", "naive"}
+var Recipes = []string{"zkrecipes", "zkrecipes-requeue", "go-zookeeper", "floor", "floor+listing", "floor-go-zookeeper", "naive"}
 
 // Run runs the named workload.
 func Run(ctx context.Context, recipe string, cfg Config) (Result, error) {
@@ -72,7 +74,11 @@ func Run(ctx context.Context, recipe string, cfg Config) (Result, error) {
 	case "naive":
 		c = naive{}
 	case "floor":
-		return runFloor(ctx, cfg)
+		return runFloor(ctx, recipe, cfg, false, false)
+	case "floor+listing":
+		return runFloor(ctx, recipe, cfg, false, true)
+	case "floor-go-zookeeper":
+		return runFloor(ctx, recipe, cfg, true, false)
 	default:
 		return Result{}, fmt.Errorf("bench: unknown recipe %q (want one of %v)", recipe, Recipes)
 	}

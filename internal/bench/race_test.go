@@ -1,0 +1,7 @@
+//go:build race
+
+package bench
+
+// raceEnabled: the race detector's shadow memory would be counted as the
+// clients'.
+const raceEnabled = true
