@@ -76,22 +76,6 @@ func TestClientConformance(t *testing.T) {
 // and why.
 var confKnownDiffs = map[[2]string]string{}
 
-func init() {
-	// ZooKeeper 3.8 answers checkWatches from whether any connection
-	// watches the path in the table asked for (WatchManager.containsWatcher
-	// looks at the path's watchers without comparing them with the
-	// asking connection), so a session with no watch at all is told it
-	// has one. zkserver answers for the asking connection only.
-	const why = "ZooKeeper 3.8's checkWatches ignores which connection holds the watch; zkserver checks the asking connection's"
-	for _, l := range []string{
-		"c2 checkWatches ~/w type=2: %s",
-		"c2 checkWatches ~/w type=3: %s",
-		"c2 checkWatches ~ type=3: %s",
-	} {
-		confKnownDiffs[[2]string{fmt.Sprintf(l, "ok"), fmt.Sprintf(l, "code(-121 no such watcher)")}] = why
-	}
-}
-
 // confRec is a transcript being recorded.
 type confRec struct {
 	base  string

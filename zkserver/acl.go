@@ -3,9 +3,10 @@ package zkserver
 import (
 	"crypto/sha1"
 	"encoding/base64"
-	"net/netip"
+	"math"
 	"slices"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
@@ -48,21 +49,84 @@ func idMatches(id jute.ID, aclID string) bool {
 	if id.Scheme != "ip" {
 		return id.ID == aclID
 	}
-	addr, err := netip.ParseAddr(id.ID)
-	if err != nil {
+	acl, bits, ok := parseIPACL(aclID)
+	if !ok {
 		return false
 	}
-	if pfx, err := netip.ParsePrefix(aclID); err == nil {
-		return pfx.Masked().Contains(addr)
+	addr, ok := parseIPv4(id.ID)
+	if !ok {
+		return false
 	}
-	a, err := netip.ParseAddr(aclID)
-	return err == nil && a == addr
+	mask := ^uint32(0) << (32 - bits)
+	if bits == 0 {
+		mask = 0
+	}
+	return addr&mask == acl&mask
+}
+
+// parseIPACL parses the id of an ip ACL entry as ZooKeeper 3.8's
+// IPAuthenticationProvider does: an IPv4 address (it has no IPv6
+// support), optionally followed by /bits, 0 to 32.
+func parseIPACL(id string) (addr uint32, bits int, ok bool) {
+	a, b, hasBits := strings.Cut(id, "/")
+	if addr, ok = parseIPv4(a); !ok {
+		return 0, 0, false
+	}
+	bits = 32
+	if hasBits {
+		n, ok := javaParseInt(b)
+		if !ok || n < 0 || n > 32 {
+			return 0, 0, false
+		}
+		bits = n
+	}
+	return addr, bits, true
+}
+
+// parseIPv4 parses four dot-separated numbers from 0 to 255, each as
+// Java's Integer.parseInt reads it (a sign and leading zeros allowed).
+func parseIPv4(s string) (uint32, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return 0, false
+	}
+	var addr uint32
+	for _, p := range parts {
+		v, ok := javaParseInt(p)
+		if !ok || v < 0 || v > 255 {
+			return 0, false
+		}
+		addr = addr<<8 | uint32(v)
+	}
+	return addr, true
+}
+
+// javaParseInt parses a decimal int as Java's Integer.parseInt does.
+func javaParseInt(s string) (int, bool) {
+	digits := strings.TrimPrefix(strings.TrimPrefix(s, "+"), "-")
+	if len(s)-len(digits) > 1 || digits == "" || len(digits) > 10 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(digits[i]-'0')
+	}
+	if n > math.MaxInt32 {
+		return 0, false
+	}
+	if s[0] == '-' {
+		n = -n
+	}
+	return n, true
 }
 
 // fixACL validates an ACL for create or setACL and expands the auth
 // scheme into the connection's authenticated identities. It returns
 // ErrInvalidACL's code on failure.
-func fixACL(acl []jute.ACL, ids []jute.ID) ([]jute.ACL, int32) {
+func (s *Server) fixACL(acl []jute.ACL, ids []jute.ID) ([]jute.ACL, int32) {
 	if len(acl) == 0 {
 		return nil, jute.ErrInvalidACL
 	}
@@ -80,9 +144,11 @@ func fixACL(acl []jute.ACL, ids []jute.ID) ([]jute.ACL, int32) {
 			}
 			add(a)
 		case "auth":
+			// Every identity of a provider that authenticates (digest
+			// and x509; not ip), in the order ZooKeeper iterates them.
 			found := false
-			for _, id := range ids {
-				if id.Scheme == "digest" {
+			for _, id := range javaSetOrder(ids) {
+				if id.Scheme == "digest" || id.Scheme == "x509" {
 					add(jute.ACL{Perms: a.Perms, ID: id})
 					found = true
 				}
@@ -96,10 +162,16 @@ func fixACL(acl []jute.ACL, ids []jute.ID) ([]jute.ACL, int32) {
 			}
 			add(a)
 		case "ip":
-			if _, err := netip.ParseAddr(a.ID.ID); err != nil {
-				if _, err := netip.ParsePrefix(a.ID.ID); err != nil {
-					return nil, jute.ErrInvalidACL
-				}
+			if _, _, ok := parseIPACL(a.ID.ID); !ok {
+				return nil, jute.ErrInvalidACL
+			}
+			add(a)
+		case "x509":
+			// A scheme only a server with a secure port knows, as in
+			// ZooKeeper, whose x509 provider checks that the id parses
+			// as a distinguished name.
+			if s.opts.TLS == nil || !validX509ID(a.ID.ID) {
+				return nil, jute.ErrInvalidACL
 			}
 			add(a)
 		default:
@@ -109,14 +181,51 @@ func fixACL(acl []jute.ACL, ids []jute.ID) ([]jute.ACL, int32) {
 	return out, 0
 }
 
-// authenticate handles an auth packet: it returns the identity to add to
-// the connection, or false if the scheme is unknown.
-func authenticate(scheme string, auth []byte, clientIP string) (jute.ID, bool) {
+// authenticate handles an auth packet on c: it returns the identity to
+// add to the connection, or false if the scheme is unknown or refuses.
+// x509 authenticates again with the connection's client certificate,
+// whatever the packet holds; it fails without one.
+func (s *Server) authenticate(c *conn, scheme string, auth []byte) (jute.ID, bool) {
 	switch scheme {
 	case "digest":
 		return jute.ID{Scheme: "digest", ID: digest(string(auth))}, true
 	case "ip":
-		return jute.ID{Scheme: "ip", ID: clientIP}, true
+		return jute.ID{Scheme: "ip", ID: c.ip}, true
+	case "x509":
+		for _, id := range c.auth {
+			if id.Scheme == "x509" && s.opts.TLS != nil {
+				return id, true
+			}
+		}
 	}
 	return jute.ID{}, false
+}
+
+// javaSetOrder returns ids in the order ZooKeeper lists a connection's
+// identities (whoAmI): they are kept in a ConcurrentHashMap-backed set,
+// which iterates by hash bucket (the spread hash of jute's Id.hashCode,
+// in a table of 16 that doubles at three quarters full), and within a
+// bucket in the order added.
+func javaSetOrder(ids []jute.ID) []jute.ID {
+	n := 16
+	for len(ids) >= n-n/4 {
+		n *= 2
+	}
+	bucket := func(id jute.ID) int {
+		h := int32(37*(37*17+javaHash(id.Scheme))) + javaHash(id.ID)
+		h ^= int32(uint32(h) >> 16)
+		return int(h&0x7fffffff) & (n - 1)
+	}
+	out := slices.Clone(ids)
+	slices.SortStableFunc(out, func(a, b jute.ID) int { return bucket(a) - bucket(b) })
+	return out
+}
+
+// javaHash is Java's String.hashCode.
+func javaHash(s string) int32 {
+	var h int32
+	for _, u := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(u)
+	}
+	return h
 }

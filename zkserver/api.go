@@ -57,10 +57,14 @@ func (s *Server) admin() *conn {
 	return &conn{srv: s, auth: nil}
 }
 
-// apply runs one write request as a transaction, as if from a client.
+// apply runs one write request as a transaction, as if from a client,
+// and, with a DataDir, returns once it is durable.
 func (s *Server) apply(name string, r *jute.Request) ([]byte, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	if s.err != nil {
+		s.mu.Unlock()
+		return nil, s.err
+	}
 	c := s.admin()
 	x := s.begin()
 	code, body := s.write(x, c, r, false)
@@ -68,6 +72,17 @@ func (s *Server) apply(name string, r *jute.Request) ([]byte, error) {
 		x.rollback()
 	}
 	s.commit(x)
+	w := s.wal
+	var pos uint64
+	if w != nil {
+		pos = w.position()
+	}
+	s.mu.Unlock()
+	if w != nil {
+		if err := w.waitDurable(pos); err != nil {
+			return nil, err
+		}
+	}
 	if code != 0 {
 		return nil, &NodeError{Op: name, Path: r.Path, Code: code}
 	}

@@ -2,8 +2,6 @@ package zkserver_test
 
 import (
 	"context"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -406,32 +404,5 @@ func TestConformanceFrames(t *testing.T) {
 		a := newRaw(t, tg.addr)
 		r.do(a, "A", exists("/zookeeper", false))
 		r.do(a, "A", jute.Request{Op: jute.OpMulti, Ops: []jute.Request{{Op: jute.OpCheck, Path: "/zookeeper", Version: -1}}})
-	})
-}
-
-func TestConformanceFourLetterWords(t *testing.T) {
-	conform(t, func(t *testing.T, tg target, r *rec) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		ruok, err := zktest.FourLetter(ctx, tg.addr, "ruok")
-		r.logf("ruok: %q %v", ruok, err)
-		srvr, err := zktest.FourLetter(ctx, tg.addr, "srvr")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(srvr), "\n") {
-			key, value, _ := strings.Cut(line, ":")
-			if key == "Mode" {
-				key += value
-			}
-			r.logf("srvr line %s", key)
-		}
-		mntr, _ := zktest.FourLetter(ctx, tg.addr, "mntr")
-		for _, key := range []string{"zk_server_state\tstandalone", "zk_znode_count\t", "zk_watch_count\t",
-			"zk_ephemerals_count\t", "zk_num_alive_connections\t", "zk_outstanding_requests\t"} {
-			r.logf("mntr has %q: %v", key, strings.Contains(mntr, key))
-		}
-		wchs, _ := zktest.FourLetter(ctx, tg.addr, "wchs")
-		r.logf("wchs format: %v", regexp.MustCompile(`^\d+ connections watching \d+ paths\nTotal watches:\d+\n$`).MatchString(wchs))
 	})
 }

@@ -48,6 +48,7 @@ func TestMain(m *testing.M) {
 	if realZK != nil {
 		realZK.Close()
 	}
+	closeTLSPair()
 	os.Exit(code)
 }
 
@@ -117,27 +118,42 @@ func conform(t *testing.T, body func(t *testing.T, tg target, r *rec)) {
 	if realZKErr == nil {
 		targets = append([]target{{name: "zookeeper", addr: realZK.Addr(0), path: path}}, targets...)
 	}
+	compare(t, realZKErr, len(targets), func(i int) (string, func(*testing.T, *rec)) {
+		tg := targets[i]
+		return tg.name, func(t *testing.T, r *rec) { body(t, tg, r) }
+	})
+}
+
+// compare runs n targets' bodies, each recording a transcript, and
+// requires the transcripts of "zookeeper" and "zkserver" to be equal;
+// realErr says why there is no real ZooKeeper, if there is none.
+func compare(t *testing.T, realErr error, n int, target func(i int) (string, func(*testing.T, *rec))) {
+	t.Helper()
 	got := map[string][]string{}
-	for _, tg := range targets {
+	for i := range n {
+		name, body := target(i)
 		r := &rec{sessions: map[int64]string{}}
-		ok := t.Run(tg.name, func(t *testing.T) {
+		ok := t.Run(name, func(t *testing.T) {
 			r.t = t
-			body(t, tg, r)
+			body(t, r)
 		})
 		if !ok {
-			t.Logf("%s transcript so far:\n%s", tg.name, strings.Join(r.normalized(), "\n"))
+			t.Logf("%s transcript so far:\n%s", name, strings.Join(r.normalized(), "\n"))
 			return
 		}
-		got[tg.name] = r.normalized()
+		got[name] = r.normalized()
 	}
-	if realZKErr != nil {
+	if realErr != nil {
 		if os.Getenv("ZKSERVER_NO_ZOOKEEPER") != "" {
 			t.Skip("comparison skipped: ZKSERVER_NO_ZOOKEEPER is set")
 		}
-		zktest.SkipOrFail(t, realZKErr)
+		zktest.SkipOrFail(t, realErr)
 		return
 	}
 	want, have := got["zookeeper"], got["zkserver"]
+	if os.Getenv("ZKSERVER_SHOW_TRANSCRIPTS") != "" {
+		t.Logf("transcripts (zookeeper, then zkserver):\n%s", diff(want, have))
+	}
 	if !slices.Equal(want, have) {
 		t.Errorf("transcripts differ\n%s", diff(want, have))
 	}
@@ -220,7 +236,7 @@ func (r *rec) describe(req jute.Request, f frame) string {
 	case jute.OpExists, jute.OpSetData, jute.OpSetACL:
 		s = r.stat(d)
 	case jute.OpGetData:
-		s = fmt.Sprintf("data=%q %s", d.Buffer(), r.stat(d))
+		s = fmt.Sprintf("data=%s %s", fmtData(d.Buffer()), r.stat(d))
 	case jute.OpGetChildren:
 		s = fmt.Sprintf("children=%v", sorted(d.Strings()))
 	case jute.OpGetChildren2:
@@ -267,13 +283,22 @@ func (r *rec) results(d *jute.Decoder) string {
 		case jute.OpSetData:
 			p += " " + r.stat(d)
 		case jute.OpGetData:
-			p += fmt.Sprintf(" data=%q %s", d.Buffer(), r.stat(d))
+			p += fmt.Sprintf(" data=%s %s", fmtData(d.Buffer()), r.stat(d))
 		case jute.OpGetChildren:
 			p += fmt.Sprintf(" children=%v", sorted(d.Strings()))
 		}
 		parts = append(parts, p+"]")
 	}
 	return "results=" + strings.Join(parts, " ")
+}
+
+// fmtData shows data as a quoted string, or null for a null buffer
+// (length -1), which ZooKeeper keeps apart from an empty one.
+func fmtData(b []byte) string {
+	if b == nil {
+		return "null"
+	}
+	return fmt.Sprintf("%q", b)
 }
 
 func (r *rec) stat(d *jute.Decoder) string {

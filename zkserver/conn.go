@@ -2,6 +2,7 @@ package zkserver
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -23,12 +24,15 @@ type conn struct {
 
 	// Guarded by srv.mu.
 	sess     *session
-	auth     []jute.ID
+	sid      int64     // the session the connection has or last had, for cons, wchc and dump
+	auth     []jute.ID // identities, in the order they were added
 	recv     int64
 	sent     int64
 	lastOp   string
 	lastCxid int32
 	lastZxid int64
+	lastResp time.Time
+	lat      latency
 	est      time.Time
 
 	mu      sync.Mutex
@@ -36,6 +40,25 @@ type conn struct {
 	closing bool // close once out is written
 	wake    chan struct{}
 	done    chan struct{} // closed when the writer has exited
+}
+
+// countRecv counts a packet received. Called with srv.mu held.
+func (c *conn) countRecv() {
+	c.recv++
+	c.srv.stats.received++
+}
+
+// countSent counts a packet sent. Called with srv.mu held.
+func (c *conn) countSent() {
+	c.sent++
+	c.srv.stats.sent++
+}
+
+// resetStats answers crst for this connection, as ZooKeeper's
+// ServerCnxn.resetStats does.
+func (c *conn) resetStats() {
+	c.recv, c.sent, c.lat = 0, 0, latency{}
+	c.lastOp, c.lastCxid, c.lastZxid, c.lastResp = "NA", -1, -1, time.Time{}
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -143,15 +166,21 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// reply queues a reply: header then body.
+// reply queues a reply: header then, if code is 0, body.
 func (c *conn) reply(xid int32, zxid int64, code int32, body []byte) {
+	if code != 0 {
+		body = nil
+	}
+	c.replyBody(xid, zxid, code, body)
+}
+
+// replyBody queues a reply with its body, whatever its code.
+func (c *conn) replyBody(xid int32, zxid int64, code int32, body []byte) {
 	e := jute.NewFrameEncoder()
 	h := jute.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}
 	h.Encode(e)
-	if code == 0 {
-		e.Raw(body)
-	}
-	c.sent++
+	e.Raw(body)
+	c.countSent()
 	c.send(e.Frame())
 }
 
@@ -162,22 +191,34 @@ func (c *conn) notify(typ int32, path string) {
 	h.Encode(e)
 	ev := jute.WatcherEvent{Type: typ, State: jute.StateSyncConnected, Path: path}
 	ev.Encode(e)
-	c.sent++
+	c.countSent()
 	c.send(e.Frame())
 }
 
-// serve runs the connection: a four-letter word or a handshake, then
-// requests until the connection fails or is closed.
+// serve runs the connection: the TLS handshake on the secure port, then
+// a four-letter word or a session handshake, then requests until the
+// connection fails or is closed.
 func (c *conn) serve() {
 	defer c.srv.connGone(c)
 	go c.writeLoop()
+	if tc, ok := c.nc.(*tls.Conn); ok && !c.srv.handshake(c, tc) {
+		return
+	}
 	r := bufio.NewReader(c.nc)
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return
 	}
 	if cmd := string(hdr[:]); isFourLetter(cmd) {
-		c.send([]byte(c.srv.fourLetter(cmd)))
+		if cmd == "stmk" {
+			var mask [8]byte
+			if _, err := io.ReadFull(r, mask[:]); err != nil {
+				return
+			}
+			c.send([]byte(c.srv.setTraceMask(c, int64(binary.BigEndian.Uint64(mask[:])))))
+		} else {
+			c.send([]byte(c.srv.fourLetter(c, cmd)))
+		}
 		c.closeAfterFlush()
 		return
 	}
@@ -196,14 +237,31 @@ func (c *conn) serve() {
 		if err != nil {
 			return
 		}
+		start := time.Now()
 		req, err := jute.DecodeRequest(p)
+		var bad *malformed
 		if errors.Is(err, jute.ErrBadRecord) {
-			req = jute.Request{Xid: req.Xid, Op: -1} // answered with MarshallingError
+			bad = &malformed{writesOnly: req.Op == jute.OpMultiRead && onlyWrites(p)}
 		} else if err != nil {
 			return // not even a header: drop the connection
 		}
-		if !c.srv.process(c, &req) {
+		if !c.srv.process(c, &req, start, bad) {
 			return
 		}
 	}
+}
+
+// malformed describes a request whose header decoded but whose record
+// did not.
+type malformed struct {
+	writesOnly bool // a multiRead whose operations are all writes
+}
+
+// onlyWrites reports whether the multiRead payload p would decode as a
+// multi: all its operations are well-formed writes.
+func onlyWrites(p []byte) bool {
+	q := append([]byte(nil), p...)
+	binary.BigEndian.PutUint32(q[4:8], uint32(jute.OpMulti))
+	_, err := jute.DecodeRequest(q)
+	return err == nil
 }

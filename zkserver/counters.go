@@ -2,6 +2,7 @@ package zkserver
 
 import (
 	"maps"
+	"math"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
@@ -13,6 +14,46 @@ type counters struct {
 }
 
 func newCounters() counters { return counters{requests: map[int32]int64{}} }
+
+// serverStats are the figures srvr, stat and mntr report, which srst
+// resets. Guarded by Server.mu.
+type serverStats struct {
+	received   int64 // packets received: requests, handshakes, commands
+	sent       int64 // packets sent: replies and notifications
+	authFailed int64
+	lat        latency
+}
+
+// latency accumulates request latencies in milliseconds, as ZooKeeper's
+// min/avg/max figures.
+type latency struct {
+	count, total, min, max, last int64
+}
+
+func (l *latency) add(ms int64) {
+	if l.count == 0 || ms < l.min {
+		l.min = ms
+	}
+	l.max = max(l.max, ms)
+	l.count++
+	l.total += ms
+	l.last = ms
+}
+
+func (l *latency) minimum() int64 {
+	if l.count == 0 {
+		return 0
+	}
+	return l.min
+}
+
+// avg returns the mean rounded to 4 decimals, as ZooKeeper prints it.
+func (l *latency) avg() float64 {
+	if l.count == 0 {
+		return 0
+	}
+	return math.Round(float64(l.total)/float64(l.count)*1e4) / 1e4
+}
 
 // Stats is a snapshot of a server's counters.
 type Stats struct {
@@ -73,6 +114,14 @@ func opName(op int32) string {
 		return "CLOS"
 	case jute.OpSetWatches, jute.OpSetWatches2:
 		return "SETW"
+	case jute.OpCheckWatches:
+		return "CHKW"
+	case jute.OpRemoveWatches:
+		return "REMW"
+	case jute.OpAddWatch:
+		return "ADDW"
+	case jute.OpCheck:
+		return "CHEC"
 	}
 	return "NA"
 }

@@ -2,27 +2,52 @@ package zkserver
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
-// process handles one request and reports whether the connection goes on.
-func (s *Server) process(c *conn, r *jute.Request) bool {
+// process handles one request, read at start, and reports whether the
+// connection goes on. bad is set for a request whose record did not
+// decode (r then has only its header).
+func (s *Server) process(c *conn, r *jute.Request, start time.Time, bad *malformed) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c.recv++
+	c.countRecv()
 	s.counters.requests[r.Op]++
 	sess := c.sess
-	if sess == nil {
-		return false // the session ended; the connection is closing
+	if sess == nil || s.err != nil {
+		return false // the session ended, or the server failed; the connection is closing
 	}
-	sess.touch(time.Now())
+	now := time.Now()
+	sess.touch(now)
 	c.lastOp, c.lastCxid = opName(r.Op), r.Xid
+	defer func() {
+		// The latency ZooKeeper reports: from reading the request to
+		// queueing its reply.
+		ms := time.Since(start).Milliseconds()
+		c.lat.add(ms)
+		s.stats.lat.add(ms)
+		c.lastResp = time.Now()
+	}()
 
 	switch {
-	case r.Op == -1:
-		c.reply(r.Xid, s.zxid, jute.ErrMarshalling, nil)
+	case bad != nil:
+		// MarshallingError. ZooKeeper gives a write its zxid before it
+		// reads the record, and reads a multiRead of writes only, failing
+		// at the first with an empty result list.
+		zxid := s.zxid
+		if isWrite(r.Op) {
+			x := s.begin()
+			s.commit(x)
+			zxid = x.zxid
+		}
+		var body []byte
+		if bad.writesOnly {
+			body = encodeResults(nil)
+		}
+		c.replyBody(r.Xid, zxid, jute.ErrMarshalling, body)
 		return true
 	case !jute.Known(r.Op):
 		// ZooKeeper answers Unimplemented, then drops the connection.
@@ -33,14 +58,15 @@ func (s *Server) process(c *conn, r *jute.Request) bool {
 	case jute.OpPing:
 		c.reply(jute.XidPing, s.zxid, 0, nil)
 	case jute.OpAuth:
-		id, ok := authenticate(r.Scheme, r.Auth, c.ip)
+		id, ok := s.authenticate(c, r.Scheme, r.Auth)
 		if !ok {
+			s.stats.authFailed++
 			c.reply(r.Xid, 0, jute.ErrAuthFailed, nil)
 			c.closeAfterFlush()
 			return false
 		}
 		if !containsID(c.auth, id) {
-			c.auth = append([]jute.ID{id}, c.auth...) // ZooKeeper lists the newest first
+			c.auth = append(c.auth, id)
 		}
 		c.reply(r.Xid, 0, 0, nil)
 	case jute.OpCloseSession:
@@ -157,20 +183,28 @@ func (s *Server) create(x *txn, c *conn, r *jute.Request) (string, *node, int32)
 	ttl := int64(-1)
 	if r.Op == jute.OpCreateTTL {
 		ttl = r.TTL
+		if !isTTL {
+			// With a TTL below 0, ZooKeeper 3.8.0 accepts this, fails
+			// applying it and exits; refused here whatever the TTL.
+			return "", nil, jute.ErrBadArguments
+		}
 	}
 	if isTTL && (ttl <= 0 || ttl > maxTTL) || !isTTL && ttl >= 0 {
 		return "", nil, jute.ErrBadArguments
 	}
 	sequential := r.Flags == 2 || r.Flags == 3 || r.Flags == flagTTLSeq
-	if r.Path == "" || r.Path[0] != '/' || containsNUL(r.Path) || r.Path == "/" && !sequential {
+	// ZooKeeper's first check needs only a slash somewhere and no NUL;
+	// the parent is then looked up, the whole path validated last.
+	slash := strings.LastIndexByte(r.Path, '/')
+	if slash < 0 || containsNUL(r.Path) {
 		return "", nil, jute.ErrBadArguments
 	}
-	parent, _ := parentOf(r.Path)
-	acl, code := fixACL(r.ACL, c.auth)
+	parent := r.Path[:slash]
+	acl, code := s.fixACL(r.ACL, c.auth)
 	if code != 0 {
 		return "", nil, code
 	}
-	pn := s.tree.nodes[parent]
+	pn := s.tree.lookup(parent)
 	if pn == nil {
 		return "", nil, jute.ErrNoNode
 	}
@@ -199,6 +233,9 @@ func (s *Server) create(x *txn, c *conn, r *jute.Request) (string, *node, int32)
 	case flagTTL, flagTTLSeq:
 		owner = ttlOwnerMask | ttl
 	}
+	if r.Op == jute.OpCreateContainer {
+		owner = containerOwner // a container whatever the flags, as in ZooKeeper
+	}
 	return p, x.create(p, r.Data, acl, owner), 0
 }
 
@@ -211,16 +248,15 @@ func containsNUL(p string) bool {
 	return false
 }
 
-// delete validates and applies a delete request.
+// delete validates and applies a delete request, in ZooKeeper's order:
+// a path with a slash, no NUL and not a system node; the parent; its
+// DELETE permission; the node, its version, its children.
 func (s *Server) delete(x *txn, c *conn, r *jute.Request) int32 {
-	if !validPath(r.Path) {
+	slash := strings.LastIndexByte(r.Path, '/')
+	if slash < 0 || containsNUL(r.Path) || isSpecial(r.Path) {
 		return jute.ErrBadArguments
 	}
-	if r.Path == "/" {
-		return jute.ErrNotEmpty
-	}
-	parent, _ := parentOf(r.Path)
-	pn := s.tree.nodes[parent]
+	pn := s.tree.lookup(r.Path[:slash])
 	if pn == nil {
 		return jute.ErrNoNode
 	}
@@ -265,7 +301,7 @@ func (s *Server) setACL(x *txn, c *conn, r *jute.Request) (*node, int32) {
 	if !validPath(r.Path) {
 		return nil, jute.ErrBadArguments
 	}
-	acl, code := fixACL(r.ACL, c.auth)
+	acl, code := s.fixACL(r.ACL, c.auth)
 	if code != 0 {
 		return nil, code
 	}

@@ -1,6 +1,7 @@
 package zkserver
 
 import (
+	"crypto/tls"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
@@ -47,12 +48,40 @@ type Options struct {
 	// their full timeout from the restart to reconnect. Every transaction
 	// is appended to the log and synced to disk before its reply (and any
 	// later reply on the connection) is sent; transactions that arrive
-	// during a sync share the next one. Empty: in memory only.
+	// during a sync share the next one. The direct helpers (Create, Set,
+	// Delete) return once their transaction is synced. If a write or
+	// sync of the log or of a snapshot fails, the server stops as
+	// ZooKeeper does: the replies waiting for it are never sent, nothing
+	// more is acknowledged, the ports and connections close, and Err and
+	// Failed report it. Empty: in memory only.
 	DataDir string
 
-	// SnapshotCount is the number of transactions after which the whole
-	// state is written to a new snapshot and a new log is started, older
-	// files being removed. Default 10,000. Only used with a DataDir.
+	// TLS, if set, makes the server also serve TLS clients on a secure
+	// client port (ZooKeeper's secureClientPort), at SecureAddr. Set
+	// Certificates to the server's certificate. To authenticate clients
+	// by certificate, as ZooKeeper's x509 scheme does, set ClientCAs and
+	// ClientAuth to tls.RequireAndVerifyClientCert (ZooKeeper's
+	// ssl.clientAuth=need: a client without a certificate signed by
+	// those CAs fails the handshake) or tls.VerifyClientCertIfGiven:
+	// a session whose connection presented a verified certificate is
+	// then authenticated as x509:<subject>, the subject as Java's
+	// X500Principal.getName() writes it ("CN=client,O=Example"), and
+	// ACLs may use the x509 scheme (which a server without TLS refuses,
+	// as ZooKeeper without a secure port does). The plain port, if any,
+	// stays. The configuration is not modified.
+	TLS *tls.Config
+
+	// SecureAddr is the address of the secure client port; default
+	// "127.0.0.1:0", a free port (see Server.SecureAddr). Only used with
+	// TLS.
+	SecureAddr string
+
+	// SnapshotCount is the number of transactions after which the state
+	// is written to a new snapshot and a new log is started, older files
+	// being removed once the snapshot is on disk. Writes go on while the
+	// snapshot is written (it is "fuzzy", as ZooKeeper's: the log after
+	// it brings it up to date when loaded). Default 10,000. Only used
+	// with a DataDir.
 	SnapshotCount int
 }
 
@@ -74,6 +103,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxFrame <= 0 {
 		o.MaxFrame = jute.MaxFrame
+	}
+	if o.TLS != nil && o.SecureAddr == "" {
+		o.SecureAddr = "127.0.0.1:0"
 	}
 	return o
 }

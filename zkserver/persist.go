@@ -19,11 +19,16 @@ import (
 )
 
 // On-disk format, version 1. A DataDir holds snapshots (snap.<zxid>) and
-// transaction logs (log.<zxid>), zxid in 16 hex digits: the snapshot
-// holds the state at that zxid, the log the transactions after it. Both
-// are sequences of records: a 4-byte big-endian payload length, the
-// payload's CRC-32 (IEEE), then the payload, whose first byte is the
-// format version.
+// transaction logs (log.<zxid>), zxid in 16 hex digits: the log holds the
+// transactions after that zxid, the snapshot the sessions at that zxid
+// and every node as it was at some moment after it. A snapshot is taken
+// while writes go on, as ZooKeeper's are ("fuzzy"): each node is read
+// whole, but not all at the same moment, so a loaded snapshot is brought
+// up to date by replaying every transaction after its zxid. Replay is
+// idempotent: each transaction record holds the final state of every
+// node it touched. Both files are sequences of records: a 4-byte
+// big-endian payload length, the payload's CRC-32 (IEEE), then the
+// payload, whose first byte is the format version.
 const (
 	formatVersion = 1
 
@@ -132,44 +137,23 @@ func sessionRecord(zxid int64, sess *session) []byte {
 	return e.Bytes()
 }
 
-// put sets the node at p (whose parent exists), keeping the children of
-// a node already there.
-func (t *tree) put(p string, n *node) {
-	old := t.nodes[p]
-	if old == nil {
-		n.children = map[string]struct{}{}
-		if p == "/" {
-			t.nodes[p] = n
-			return
-		}
-		t.addNode(p, n)
-		return
-	}
-	n.children = old.children
-	if o := old.ephemeralSession(); o != 0 {
-		delete(t.ephemerals[o], p)
-		if len(t.ephemerals[o]) == 0 {
-			delete(t.ephemerals, o)
-		}
-	}
-	t.nodes[p] = n
-	if o := n.ephemeralSession(); o != 0 {
-		if t.ephemerals[o] == nil {
-			t.ephemerals[o] = map[string]struct{}{}
-		}
-		t.ephemerals[o][p] = struct{}{}
-	}
+// state is a DataDir's content being loaded: nodes by path (their
+// children are linked at the end), sessions and the last zxid.
+type state struct {
+	nodes    map[string]*node
+	sessions map[int64]*session
+	zxid     int64
 }
 
-// replay applies one log record to the state. Records at or before the
-// state's zxid are skipped.
-func (s *Server) replay(p []byte) error {
+// replay applies one log record. Records at or before the state's zxid
+// are skipped: the snapshot already has them.
+func (st *state) replay(p []byte) error {
 	d := jute.NewDecoder(p[2:])
 	zxid := d.Int64()
 	if d.Err() != nil {
 		return d.Err()
 	}
-	if zxid <= s.zxid {
+	if zxid <= st.zxid {
 		return nil
 	}
 	switch p[1] {
@@ -180,53 +164,48 @@ func (s *Server) replay(p []byte) error {
 			if d.Err() != nil {
 				break
 			}
-			if err := s.replayChange(d); err != nil {
+			if err := st.replayChange(d); err != nil {
 				return err
 			}
 		}
 		if closed != 0 {
-			delete(s.sessions, closed)
+			delete(st.sessions, closed)
 		}
 	case recSession:
 		sess := &session{id: d.Int64(), timeout: time.Duration(d.Int64())}
 		sess.passwd = d.Buffer()
-		s.sessions[sess.id] = sess
+		st.sessions[sess.id] = sess
 	default:
 		return fmt.Errorf("unknown record type %d", p[1])
 	}
 	if d.Err() != nil {
 		return d.Err()
 	}
-	s.zxid = zxid
+	st.zxid = zxid
 	return nil
 }
 
-// replayChange applies one node change of a transaction record.
-func (s *Server) replayChange(d *jute.Decoder) error {
+// replayChange applies one node change of a transaction record. A
+// parent's new stat for a node the fuzzy snapshot missed is skipped: the
+// node was deleted later, and a later record says so.
+func (st *state) replayChange(d *jute.Decoder) error {
 	switch kind := d.Int32(); kind {
 	case changeDeleted:
-		if p := d.String(); d.Err() == nil && s.tree.nodes[p] != nil {
-			s.tree.removeNode(p)
+		if p := d.String(); d.Err() == nil {
+			delete(st.nodes, p)
 		}
 	case changeNode:
 		p, n := decodeNode(d)
 		if d.Err() == nil {
-			if p != "/" && s.tree.nodes[parentDir(p)] == nil {
-				return fmt.Errorf("%s has no parent", p)
-			}
-			s.tree.put(p, n)
+			st.nodes[p] = n
 		}
 	case changeStatOnly:
 		p := d.String()
-		var st jute.Stat
-		st.Decode(d)
+		var stat jute.Stat
+		stat.Decode(d)
 		seq := d.Int32()
-		n := s.tree.nodes[p]
-		if d.Err() == nil {
-			if n == nil {
-				return fmt.Errorf("stat of missing node %s", p)
-			}
-			n.stat, n.seq = st, seq
+		if n := st.nodes[p]; d.Err() == nil && n != nil {
+			n.stat, n.seq = stat, seq
 		}
 	default:
 		return fmt.Errorf("unknown change kind %d", kind)
@@ -234,9 +213,39 @@ func (s *Server) replayChange(d *jute.Decoder) error {
 	return d.Err()
 }
 
-// snapshot encodes the whole state: zxid, sessions, nodes (parents
-// first).
-func (s *Server) snapshot() []byte {
+// tree links the loaded nodes into a tree. Every node's parent must be
+// there.
+func (st *state) tree() (*tree, error) {
+	t := &tree{nodes: st.nodes, ephemerals: map[int64]map[string]struct{}{}}
+	if t.nodes["/"] == nil {
+		return nil, errors.New("no root node")
+	}
+	for _, n := range t.nodes {
+		n.children = map[string]struct{}{}
+	}
+	for p, n := range t.nodes {
+		if p == "/" {
+			continue
+		}
+		parent, name := parentOf(p)
+		pn := t.nodes[parent]
+		if pn == nil {
+			return nil, fmt.Errorf("%s has no parent", p)
+		}
+		pn.children[name] = struct{}{}
+		if owner := n.ephemeralSession(); owner != 0 {
+			if t.ephemerals[owner] == nil {
+				t.ephemerals[owner] = map[string]struct{}{}
+			}
+			t.ephemerals[owner][p] = struct{}{}
+		}
+	}
+	return t, nil
+}
+
+// snapshotHead encodes the first records of a snapshot: its zxid and the
+// sessions. Called with s.mu held.
+func (s *Server) snapshotHead() []byte {
 	var out []byte
 	e := &jute.Encoder{}
 	e.Raw([]byte{formatVersion, recSnapHead})
@@ -251,70 +260,135 @@ func (s *Server) snapshot() []byte {
 		e.Buffer(sess.passwd)
 		out = frameRecord(out, e.Bytes())
 	}
-	for _, p := range slices.Sorted(maps.Keys(s.tree.nodes)) {
+	return out
+}
+
+// appendSnapNodes appends the snapshot records of the nodes at paths
+// that still exist. Called with s.mu held.
+func (s *Server) appendSnapNodes(out []byte, paths []string) []byte {
+	for _, p := range paths {
+		n := s.tree.nodes[p]
+		if n == nil {
+			continue // deleted since: a later log record says so
+		}
 		e := &jute.Encoder{}
 		e.Raw([]byte{formatVersion, recSnapNode})
-		encodeNode(e, p, s.tree.nodes[p])
+		encodeNode(e, p, n)
 		out = frameRecord(out, e.Bytes())
 	}
 	return out
 }
 
-// loadSnapshot replaces the state with the snapshot in file name.
-func (s *Server) loadSnapshot(name string) error {
+// snapshot encodes the whole state at once. Called with s.mu held.
+func (s *Server) snapshot() []byte {
+	return s.appendSnapNodes(s.snapshotHead(), slices.Sorted(maps.Keys(s.tree.nodes)))
+}
+
+// snapChunk is how many nodes, and snapChunkBytes how many bytes, a
+// snapshot encodes per hold of the server's lock: writes wait at most
+// that long. (Variables for tests.)
+var (
+	snapChunk      = 256
+	snapChunkBytes = 1 << 20
+)
+
+// startSnapshot starts a snapshot at the current zxid, written while
+// writes go on: the log switches to a new file now, the sessions and the
+// list of paths are taken now (the only pause of writes, about 20ns a
+// node), and a goroutine encodes the nodes a chunk at a time, writes the
+// snapshot and removes the files it replaces. Called with s.mu held.
+func (s *Server) startSnapshot() {
+	s.snapshotting = true
+	zxid := s.zxid
+	opened := s.wal.rotate(zxid)
+	head := s.snapshotHead()
+	paths := make([]string, 0, len(s.tree.nodes))
+	for p := range s.tree.nodes {
+		paths = append(paths, p)
+	}
+	s.snapWG.Add(1)
+	go func() {
+		defer s.snapWG.Done()
+		err := s.writeSnapshot(zxid, head, paths, opened)
+		s.mu.Lock()
+		s.snapshotting = false
+		s.mu.Unlock()
+		if err != nil {
+			s.wal.fail(fmt.Errorf("zkserver: snapshot: %w", err))
+		}
+	}()
+}
+
+func (s *Server) writeSnapshot(zxid int64, head []byte, paths []string, opened <-chan struct{}) error {
+	slices.Sort(paths)
+	out := head
+	for len(paths) > 0 {
+		s.mu.Lock()
+		start, n := len(out), 0
+		for n < len(paths) && n < snapChunk && len(out)-start < snapChunkBytes {
+			out = s.appendSnapNodes(out, paths[n:n+1])
+			n++
+		}
+		s.mu.Unlock()
+		paths = paths[n:]
+		if s.snapHook != nil {
+			s.snapHook()
+		}
+	}
+	if err := s.wal.writeSnapshot(zxid, out); err != nil {
+		return err
+	}
+	<-opened
+	if _, _, err := s.wal.state(); err != nil {
+		return nil // the log failed; it reported why
+	}
+	return s.wal.removeBefore(zxid)
+}
+
+// loadSnapshot reads the snapshot in file name into a state.
+func loadSnapshot(name string) (*state, error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
 	r := bufio.NewReader(f)
-	t := &tree{nodes: map[string]*node{}, ephemerals: map[int64]map[string]struct{}{}}
-	sessions := map[int64]*session{}
-	var zxid int64
+	st := &state{nodes: map[string]*node{}, sessions: map[int64]*session{}}
 	for i := 0; ; i++ {
 		p, err := readRecord(r)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("snapshot %s: %w", name, err)
+			return nil, fmt.Errorf("snapshot %s: %w", name, err)
 		}
 		d := jute.NewDecoder(p[2:])
 		switch {
 		case i == 0 && p[1] == recSnapHead:
-			zxid = d.Int64()
+			st.zxid = d.Int64()
 		case i > 0 && p[1] == recSnapSess:
 			sess := &session{id: d.Int64(), timeout: time.Duration(d.Int64())}
 			sess.passwd = d.Buffer()
-			sessions[sess.id] = sess
+			st.sessions[sess.id] = sess
 		case i > 0 && p[1] == recSnapNode:
 			path, n := decodeNode(d)
-			if path != "/" && t.nodes[parentDir(path)] == nil {
-				return fmt.Errorf("snapshot %s: %s has no parent", name, path)
-			}
-			t.put(path, n)
+			st.nodes[path] = n
 		default:
-			return fmt.Errorf("snapshot %s: unexpected record type %d", name, p[1])
+			return nil, fmt.Errorf("snapshot %s: unexpected record type %d", name, p[1])
 		}
 		if d.Err() != nil {
-			return fmt.Errorf("snapshot %s: %w", name, d.Err())
+			return nil, fmt.Errorf("snapshot %s: %w", name, d.Err())
 		}
 	}
-	if t.nodes["/"] == nil {
-		return fmt.Errorf("snapshot %s: no root", name)
+	if st.nodes["/"] == nil {
+		return nil, fmt.Errorf("snapshot %s: no root", name)
 	}
-	s.tree, s.sessions, s.zxid = t, sessions, zxid
-	return nil
-}
-
-func parentDir(p string) string {
-	parent, _ := parentOf(p)
-	return parent
+	return st, nil
 }
 
 // replayLog applies the records of a log file, stopping at a torn
 // record.
-func (s *Server) replayLog(name string) error {
+func (st *state) replayLog(name string) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return err
@@ -326,7 +400,7 @@ func (s *Server) replayLog(name string) error {
 		if err == io.EOF || errors.Is(err, errTorn) {
 			return nil // a torn tail: the crash came before its reply
 		}
-		if err := s.replay(p); err != nil {
+		if err := st.replay(p); err != nil {
 			return fmt.Errorf("log %s: %w", name, err)
 		}
 	}
@@ -368,16 +442,22 @@ func (s *Server) load(dir string) error {
 	if s.zxid != 0 {
 		return errors.New("the server changed before its first Start, and the DataDir holds data")
 	}
+	st := &state{nodes: s.tree.nodes, sessions: s.sessions}
 	if len(snaps) > 0 {
-		if err := s.loadSnapshot(snaps[len(snaps)-1]); err != nil {
+		if st, err = loadSnapshot(snaps[len(snaps)-1]); err != nil {
 			return err
 		}
 	}
 	for _, name := range logs {
-		if err := s.replayLog(name); err != nil {
+		if err := st.replayLog(name); err != nil {
 			return err
 		}
 	}
+	t, err := st.tree()
+	if err != nil {
+		return err
+	}
+	s.tree, s.sessions, s.zxid = t, st.sessions, st.zxid
 	var maxID int64
 	for id := range s.sessions {
 		maxID = max(maxID, id)
@@ -391,14 +471,19 @@ func (s *Server) load(dir string) error {
 // wal is the transaction log of a DataDir. Transactions are appended under
 // the server's lock and written by one goroutine, which syncs everything
 // appended while the previous sync ran at once (group commit). Replies
-// wait until their transaction is durable (see conn.writeLoop).
+// wait until their transaction is durable (see conn.writeLoop). A failed
+// write or sync stops the log for good: nothing appended after it
+// becomes durable, and the server stops (see Server.fail).
 type wal struct {
-	dir string
+	dir    string
+	fsync  func(*os.File) error // (*os.File).Sync, or a test's fault
+	onFail func(error)          // called once, when the log fails
 
 	mu       sync.Mutex
-	cond     *sync.Cond    // signals buf or closing changes
+	cond     *sync.Cond    // signals buf, rot or closing changes
 	f        *os.File      // current log file
-	buf      []byte        // appended, not yet written
+	buf      []byte        // appended for the current log, not yet written
+	rot      *rotation     // a switch to a new log file, not made yet
 	appended uint64        // records appended so far
 	durable  uint64        // records synced so far
 	synced   chan struct{} // closed and replaced at each sync
@@ -408,40 +493,66 @@ type wal struct {
 	since    int           // transactions since the last snapshot
 }
 
+// rotation is a switch of the log to a new file, log.<zxid>: the records
+// appended before it (before, up to record upTo) go to the old file.
+type rotation struct {
+	zxid   int64
+	before []byte
+	upTo   uint64
+	opened chan struct{} // closed once the new file exists, or the log failed
+}
+
 // openWAL writes a snapshot of the server's state, starts a new log after
 // it and removes older files. Called with s.mu held.
 func (s *Server) openWAL(dir string) (*wal, error) {
-	w := &wal{dir: dir, synced: make(chan struct{}), done: make(chan struct{})}
+	w := &wal{dir: dir, fsync: s.fsync, synced: make(chan struct{}), done: make(chan struct{})}
+	if w.fsync == nil {
+		w.fsync = (*os.File).Sync
+	}
+	w.onFail = s.fail
 	w.cond = sync.NewCond(&w.mu)
-	if err := w.rotate(s.zxid, s.snapshot()); err != nil {
+	if err := w.writeSnapshot(s.zxid, s.snapshot()); err != nil {
+		return nil, err
+	}
+	f, err := w.createLog(s.zxid)
+	if err != nil {
+		return nil, err
+	}
+	w.f = f
+	if err := w.removeBefore(s.zxid); err != nil {
+		f.Close()
 		return nil, err
 	}
 	go w.writeLoop()
 	return w, nil
 }
 
-// rotate writes snap as the snapshot at zxid, opens a new log after it
-// and removes older files. The log must be idle (nothing buffered).
-func (w *wal) rotate(zxid int64, snap []byte) error {
+// writeSnapshot writes snap as the snapshot at zxid, atomically and
+// durably.
+func (w *wal) writeSnapshot(zxid int64, snap []byte) error {
 	name := filepath.Join(w.dir, fmt.Sprintf("snap.%016x", zxid))
-	if err := writeFileSync(name, snap); err != nil {
+	if err := w.writeFileSync(name, snap); err != nil {
 		return err
 	}
+	return syncDir(w.dir)
+}
+
+// createLog creates the log file of the transactions after zxid.
+func (w *wal) createLog(zxid int64) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(w.dir, fmt.Sprintf("log.%016x", zxid)), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := syncDir(w.dir); err != nil {
 		f.Close()
-		return err
+		return nil, err
 	}
-	w.mu.Lock()
-	if w.f != nil {
-		w.f.Close()
-	}
-	w.f = f
-	w.since = 0
-	w.mu.Unlock()
+	return f, nil
+}
+
+// removeBefore removes the snapshots and logs older than zxid's, which
+// the snapshot at zxid and the log after it replace.
+func (w *wal) removeBefore(zxid int64) error {
 	snaps, logs, err := dataFiles(w.dir)
 	if err != nil {
 		return err
@@ -455,9 +566,22 @@ func (w *wal) rotate(zxid int64, snap []byte) error {
 	return nil
 }
 
+// rotate asks the writer to start a new log after zxid: the records
+// appended so far go to the current file, later ones to log.<zxid>. The
+// channel is closed once the new file exists (or the log failed).
+// Called with the server's lock held, at the transaction zxid.
+func (w *wal) rotate(zxid int64) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := &rotation{zxid: zxid, before: w.buf, upTo: w.appended, opened: make(chan struct{})}
+	w.buf, w.rot, w.since = nil, r, 0
+	w.cond.Broadcast()
+	return r.opened
+}
+
 // writeFileSync writes a file atomically: a synced temporary file renamed
 // into place.
-func writeFileSync(name string, data []byte) error {
+func (w *wal) writeFileSync(name string, data []byte) error {
 	tmp := name + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
@@ -465,7 +589,7 @@ func writeFileSync(name string, data []byte) error {
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = f.Sync()
+		err = w.fsync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -489,7 +613,7 @@ func syncDir(dir string) error {
 }
 
 // append queues a record and returns how many transactions have been
-// appended since the last snapshot.
+// appended since the last snapshot started.
 func (w *wal) append(payload []byte) int {
 	w.mu.Lock()
 	w.buf = frameRecord(w.buf, payload)
@@ -521,44 +645,77 @@ func (w *wal) writeLoop() {
 	var spare []byte
 	for {
 		w.mu.Lock()
-		for len(w.buf) == 0 && !w.closing {
+		for len(w.buf) == 0 && w.rot == nil && !w.closing {
 			w.cond.Wait()
+		}
+		if r := w.rot; r != nil {
+			w.rot = nil
+			f, err := w.f, w.err
+			w.mu.Unlock()
+			var nf *os.File
+			if err == nil && len(r.before) > 0 {
+				if _, err = f.Write(r.before); err == nil {
+					err = w.fsync(f)
+				}
+			}
+			if err == nil {
+				nf, err = w.createLog(r.zxid)
+			}
+			w.mu.Lock()
+			if err == nil {
+				w.f.Close()
+				w.f = nf
+			}
+			w.finish(r.upTo, err)
+			close(r.opened)
+			continue
 		}
 		if len(w.buf) == 0 {
 			w.mu.Unlock()
 			return
 		}
-		buf, target, f := w.buf, w.appended, w.f
+		buf, target, f, err := w.buf, w.appended, w.f, w.err
 		w.buf = spare[:0]
 		w.mu.Unlock()
 
-		err := w.err
 		if err == nil {
 			if _, err = f.Write(buf); err == nil {
-				err = f.Sync()
+				err = w.fsync(f)
 			}
 		}
 		spare = buf
 
 		w.mu.Lock()
-		if err != nil && w.err == nil {
-			w.err = fmt.Errorf("zkserver: transaction log: %w", err)
-		}
-		if w.err == nil {
-			w.durable = target
-		}
-		close(w.synced)
-		w.synced = make(chan struct{})
-		w.cond.Broadcast()
-		w.mu.Unlock()
+		w.finish(target, err)
 	}
 }
 
-// flush waits until everything appended is durable.
-func (w *wal) flush() error {
+// finish records the outcome of a write and sync up to record target
+// and unlocks w.mu; a first error stops the log and the server.
+func (w *wal) finish(target uint64, err error) {
+	first := err != nil && w.err == nil
+	if first {
+		w.err = fmt.Errorf("zkserver: transaction log: %w", err)
+	}
+	if w.err == nil {
+		w.durable = target
+	}
+	close(w.synced)
+	w.synced = make(chan struct{})
+	w.cond.Broadcast()
+	err = w.err
+	w.mu.Unlock()
+	if first && w.onFail != nil {
+		w.onFail(err)
+	}
+}
+
+// waitDurable waits until the first n records are durable, or the log
+// failed.
+func (w *wal) waitDurable(n uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for w.durable < w.appended && w.err == nil {
+	for w.durable < n && w.err == nil {
 		w.cond.Wait()
 	}
 	return w.err
@@ -566,7 +723,7 @@ func (w *wal) flush() error {
 
 // close flushes the log and closes its file.
 func (w *wal) close() error {
-	err := w.flush()
+	err := w.waitDurable(w.position())
 	w.mu.Lock()
 	w.closing = true
 	w.mu.Unlock()
@@ -578,15 +735,19 @@ func (w *wal) close() error {
 	return err
 }
 
-// fail stops the log: nothing more becomes durable, and connections
-// waiting for a sync close.
+// fail stops the log: nothing more becomes durable, connections waiting
+// for a sync close, and the server stops.
 func (w *wal) fail(err error) {
 	w.mu.Lock()
-	if w.err == nil {
+	first := w.err == nil
+	if first {
 		w.err = err
 	}
 	close(w.synced)
 	w.synced = make(chan struct{})
 	w.cond.Broadcast()
 	w.mu.Unlock()
+	if first && w.onFail != nil {
+		w.onFail(err)
+	}
 }

@@ -185,11 +185,11 @@ func TestDataDirSnapshots(t *testing.T) {
 		}
 	}
 	want, zxid := dump(t, s), s.Zxid()
+	s.Close() // waits for a snapshot being written
 	names, _ := filepath.Glob(filepath.Join(dir, "*"))
 	if len(names) != 2 {
 		t.Fatalf("files in the DataDir: %v, want one snapshot and one log", names)
 	}
-	s.Close()
 	s2 := startDurable(t, opts, "127.0.0.1:0")
 	sameTree(t, want, dump(t, s2))
 	if len(s2.Sessions()) != 1 || s2.Zxid() != zxid {

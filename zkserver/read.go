@@ -12,10 +12,12 @@ func (s *Server) read(c *conn, r *jute.Request) (int32, []byte) {
 	e := &jute.Encoder{}
 	switch r.Op {
 	case jute.OpExists:
-		if !validPath(r.Path) {
+		// ZooKeeper checks only for NUL here; any other path is looked up
+		// (and watched) as it is.
+		if containsNUL(r.Path) {
 			return jute.ErrBadArguments, nil
 		}
-		n := s.tree.nodes[r.Path]
+		n := s.tree.lookup(r.Path)
 		if r.Watch {
 			s.watches.add(true, r.Path, c, modeStandard)
 		}
@@ -26,7 +28,7 @@ func (s *Server) read(c *conn, r *jute.Request) (int32, []byte) {
 	case jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2:
 		return s.readNode(c, r)
 	case jute.OpGetACL:
-		n := s.tree.nodes[r.Path]
+		n := s.tree.lookup(r.Path)
 		if n == nil {
 			return jute.ErrNoNode, nil
 		}
@@ -48,17 +50,21 @@ func (s *Server) read(c *conn, r *jute.Request) (int32, []byte) {
 		}
 		e.Strings(orEmpty(s.tree.sessionEphemerals(c.sess.id, prefix)))
 	case jute.OpGetAllChildrenNumber:
-		n := s.tree.nodes[r.Path]
+		n := s.tree.lookup(r.Path)
 		if n == nil {
 			return jute.ErrNoNode, nil
 		}
 		if !allowed(n.acl, c.auth, jute.PermRead) {
 			return jute.ErrNoAuth, nil
 		}
-		e.Int32(int32(s.tree.countDescendants(r.Path)))
+		p := r.Path
+		if p == "" {
+			p = "/"
+		}
+		e.Int32(int32(s.tree.countDescendants(p)))
 	case jute.OpWhoAmI:
 		e.Int32(int32(len(c.auth)))
-		for _, id := range c.auth {
+		for _, id := range javaSetOrder(c.auth) {
 			e.String(id.Scheme)
 			user := id.ID
 			if id.Scheme == "digest" {
@@ -88,12 +94,10 @@ func (s *Server) read(c *conn, r *jute.Request) (int32, []byte) {
 	return 0, e.Bytes()
 }
 
-// readNode answers getData, getChildren and getChildren2.
+// readNode answers getData, getChildren and getChildren2. As in
+// ZooKeeper, the path is not validated: it names a node or not.
 func (s *Server) readNode(c *conn, r *jute.Request) (int32, []byte) {
-	if !validPath(r.Path) {
-		return jute.ErrBadArguments, nil
-	}
-	n := s.tree.nodes[r.Path]
+	n := s.tree.lookup(r.Path)
 	if n == nil {
 		return jute.ErrNoNode, nil
 	}
@@ -140,20 +144,24 @@ func redactDigests(acl []jute.ACL) []jute.ACL {
 	return out
 }
 
-// removeWatches removes (or, for checkWatches, looks for) c's watches of
-// the given type on path and reports whether there was one.
+// removeWatches removes c's watches of the given type on path, or, for
+// checkWatches (remove false), looks for them, and reports whether there
+// was one. checkWatches answers as ZooKeeper 3.8 does: whether any
+// connection watches path in the table asked for (its
+// WatchManager.containsWatcher does not compare the watchers with the
+// asking connection); removeWatches removes only c's.
 func (s *Server) removeWatches(c *conn, path string, typ int32, remove bool) bool {
 	found := false
 	for _, isData := range []bool{true, false} {
 		if isData && typ == jute.WatcherChildren || !isData && typ == jute.WatcherData {
 			continue
 		}
-		if !s.watches.has(isData, path, c) {
+		if !remove {
+			found = found || s.watches.watched(isData, path)
 			continue
 		}
-		found = true
-		if remove {
-			s.watches.remove(isData, path, c)
+		if s.watches.remove(isData, path, c) {
+			found = true
 		}
 	}
 	return found

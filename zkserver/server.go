@@ -6,21 +6,26 @@
 //	conn, _, err := zk.Connect([]string{s.Addr()}, time.Second)
 //
 // It implements sessions (negotiation, expiry, reconnection), the data
-// tree (persistent, ephemeral, sequential, container and TTL nodes), ACLs
-// (world, digest, ip, auth), one-shot and persistent watches, multi,
-// four-letter words, and controls a test needs: ExpireSession,
-// DropConnections, Restart, direct tree access and counters. It keeps
-// its state in memory, or, with Options.DataDir, also in a transaction
-// log and snapshots that a new server on the same directory loads. It is
-// trusted as far as the conformance suite, run against both zkserver and
-// a real ZooKeeper 3.8, shows. It is no replacement for an ensemble.
+// tree (persistent, ephemeral, sequential, container and TTL nodes, null
+// data apart from empty data), ACLs (world, digest, ip, auth, and x509
+// for clients of the TLS port, Options.TLS), one-shot and persistent
+// watches, multi, the four-letter words in ZooKeeper's formats (srvr,
+// stat, cons, mntr, envi, conf, dump, wchs, wchc, wchp, isro, dirs, ...),
+// and controls a test needs: ExpireSession, DropConnections, Restart,
+// direct tree access and counters. It keeps its state in memory, or, with
+// Options.DataDir, also in a transaction log and snapshots that a new
+// server on the same directory loads. It is trusted as far as the
+// conformance suite, run against both zkserver and a real ZooKeeper 3.8,
+// shows. It has no SASL. It is no replacement for an ensemble.
 package zkserver
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -49,28 +54,46 @@ type Server struct {
 	conns       map[*conn]struct{}
 	perIP       map[string]int
 	counters    counters
+	stats       serverStats
+	traceMask   int64
 	started     time.Time
 
-	wal     *wal // the transaction log, with a DataDir, once started
-	ln      net.Listener
-	addr    string
-	running bool
-	closed  bool
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	wal        *wal // the transaction log, with a DataDir, once started
+	ln         net.Listener
+	secureLn   net.Listener
+	addr       string // the plain client address, "" if none
+	secureAddr string // the TLS client address, "" if none
+	running    bool
+	closing    bool // Close has begun
+	closed     bool
+	stop       chan struct{}
+	wg         sync.WaitGroup
+
+	// The failure that stopped the server (a transaction log or
+	// snapshot that could not be written), and a channel closed then.
+	err    error
+	failed chan struct{}
+	failWG sync.WaitGroup // the shutdown after a failure
+
+	snapshotting bool                 // a snapshot is being written
+	snapWG       sync.WaitGroup       // the snapshot being written
+	fsync        func(*os.File) error // for tests: replaces (*os.File).Sync
+	snapHook     func()               // for tests: runs between a snapshot's chunks
 }
 
 // NewServer returns a server that is not listening yet; see Start.
 func NewServer(opts Options) *Server {
 	s := &Server{
-		opts:     opts.withDefaults(),
-		tree:     newTree(),
-		watches:  newWatches(),
-		sessions: map[int64]*session{},
-		conns:    map[*conn]struct{}{},
-		perIP:    map[string]int{},
-		counters: newCounters(),
-		started:  time.Now(),
+		opts:      opts.withDefaults(),
+		tree:      newTree(),
+		watches:   newWatches(),
+		sessions:  map[int64]*session{},
+		conns:     map[*conn]struct{}{},
+		perIP:     map[string]int{},
+		counters:  newCounters(),
+		traceMask: defaultTraceMask,
+		started:   time.Now(),
+		failed:    make(chan struct{}),
 	}
 	rand.Read(s.secret[:])
 	return s
@@ -98,51 +121,116 @@ func RunT(tb testing.TB) *Server {
 }
 
 // Start listens on addr ("127.0.0.1:0" picks a free port) and serves
-// clients until Close.
+// clients until Close. With Options.TLS it also serves TLS clients on
+// Options.SecureAddr; addr may then be "" for no plain port.
 func (s *Server) Start(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("zkserver: %w", err)
+	s.mu.Lock()
+	secureAddr := s.secureAddr
+	if secureAddr == "" {
+		secureAddr = s.opts.SecureAddr
+	}
+	s.mu.Unlock()
+	if addr == "" && s.opts.TLS == nil {
+		return errors.New("zkserver: no address to listen on")
+	}
+	var ln, secureLn net.Listener
+	closeAll := func() {
+		for _, l := range []net.Listener{ln, secureLn} {
+			if l != nil {
+				l.Close()
+			}
+		}
+	}
+	var err error
+	if addr != "" {
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("zkserver: %w", err)
+		}
+	}
+	if s.opts.TLS != nil {
+		if secureLn, err = net.Listen("tcp", secureAddr); err != nil {
+			closeAll()
+			return fmt.Errorf("zkserver: secure port: %w", err)
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		ln.Close()
+	switch {
+	case s.err != nil:
+		closeAll()
+		return s.err
+	case s.closed:
+		closeAll()
 		return ErrClosed
-	}
-	if s.running {
-		ln.Close()
+	case s.running:
+		closeAll()
 		return errors.New("zkserver: already running")
 	}
 	if s.opts.DataDir != "" && s.wal == nil {
 		if err := s.openDataDir(); err != nil {
-			ln.Close()
+			closeAll()
 			return err
 		}
 	}
-	s.ln, s.addr, s.running = ln, ln.Addr().String(), true
+	s.ln, s.secureLn, s.addr, s.secureAddr, s.running = ln, secureLn, "", "", true
 	s.stop = make(chan struct{})
 	now := time.Now()
 	for _, sess := range s.sessions {
 		sess.touch(now) // like ZooKeeper after loading its sessions
 	}
-	s.wg.Add(2)
-	go s.acceptLoop(ln)
+	s.wg.Add(1)
 	go s.tickLoop(s.stop)
+	if ln != nil {
+		s.addr = ln.Addr().String()
+		s.wg.Add(1)
+		go s.acceptLoop(ln)
+	}
+	if secureLn != nil {
+		s.secureAddr = secureLn.Addr().String()
+		s.wg.Add(1)
+		go s.acceptLoop(tls.NewListener(secureLn, s.opts.TLS))
+	}
 	return nil
 }
 
-// Addr returns the address clients connect to ("127.0.0.1:port").
+// Addr returns the address clients connect to ("127.0.0.1:port"), or ""
+// if the server has no plain client port.
 func (s *Server) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.addr
 }
 
+// SecureAddr returns the address TLS clients connect to, or "" if the
+// server has no secure port (Options.TLS).
+func (s *Server) SecureAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.secureAddr
+}
+
+// Err returns the failure that stopped the server, or nil: with a
+// DataDir, a transaction log or snapshot that could not be written (see
+// Options.DataDir).
+func (s *Server) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Failed returns a channel that is closed when the server stops because
+// of a failure (see Err).
+func (s *Server) Failed() <-chan struct{} { return s.failed }
+
 // Close stops the server and closes every connection. It may be called
 // more than once.
 func (s *Server) Close() {
+	s.mu.Lock()
+	s.closing = true // no snapshot starts from now on
+	s.mu.Unlock()
 	s.shutdown()
+	s.failWG.Wait()
+	s.snapWG.Wait()
 	s.mu.Lock()
 	s.closed = true
 	w := s.wal
@@ -173,6 +261,9 @@ func (s *Server) Running() bool {
 func (s *Server) Restart() error {
 	addr := s.Addr()
 	s.shutdown()
+	if err := s.Err(); err != nil {
+		return err
+	}
 	var err error
 	for range 50 { // the old port may linger briefly
 		if err = s.Start(addr); err == nil {
@@ -191,7 +282,11 @@ func (s *Server) shutdown() {
 		return
 	}
 	s.running = false
-	s.ln.Close()
+	for _, l := range []net.Listener{s.ln, s.secureLn} {
+		if l != nil {
+			l.Close()
+		}
+	}
 	close(s.stop)
 	conns := s.dropConnsLocked()
 	s.mu.Unlock()
@@ -292,7 +387,10 @@ func (s *Server) tickLoop(stop chan struct{}) {
 func (s *Server) connect(c *conn, req *jute.ConnectRequest) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c.recv++
+	c.countRecv()
+	if s.err != nil {
+		return false // failed: nothing more is acknowledged
+	}
 	if req.LastZxidSeen > s.zxid {
 		return false // the client has seen a future: ZooKeeper refuses silently
 	}
@@ -325,7 +423,7 @@ func (s *Server) connect(c *conn, req *jute.ConnectRequest) bool {
 	sess.timeout = timeout
 	sess.touch(now)
 	sess.conn = c
-	c.sess = sess
+	c.sess, c.sid = sess, sess.id
 	resp.TimeOut = int32(timeout / time.Millisecond)
 	resp.SessionID = sess.id
 	resp.Passwd = sess.passwd
@@ -336,7 +434,7 @@ func (s *Server) connect(c *conn, req *jute.ConnectRequest) bool {
 func (s *Server) sendConnect(c *conn, resp *jute.ConnectResponse) {
 	e := jute.NewFrameEncoder()
 	resp.Encode(e)
-	c.sent++
+	c.countSent()
 	c.send(e.Frame())
 }
 
@@ -388,19 +486,35 @@ func (s *Server) openDataDir() error {
 	return nil
 }
 
-// logRecord appends a transaction to the log, if any, and takes a
-// snapshot every SnapshotCount transactions. Called with s.mu held.
+// logRecord appends a transaction to the log, if any, and starts a
+// snapshot every SnapshotCount transactions (unless one is being
+// written). Called with s.mu held.
 func (s *Server) logRecord(payload []byte) {
 	if s.wal == nil {
 		return
 	}
-	if s.wal.append(payload) < s.opts.SnapshotCount {
+	if s.wal.append(payload) >= s.opts.SnapshotCount && !s.snapshotting && !s.closing {
+		s.startSnapshot()
+	}
+}
+
+// fail stops the server for good after err, a transaction log or
+// snapshot that could not be written: from then on nothing is
+// acknowledged (replies waiting for the failed sync are never sent), the
+// listeners and connections close, Err returns err and Failed is closed.
+// ZooKeeper exits in this case; a new Server on the DataDir recovers what
+// was durable.
+func (s *Server) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
 		return
 	}
-	if err := s.wal.flush(); err != nil {
-		return
-	}
-	if err := s.wal.rotate(s.zxid, s.snapshot()); err != nil {
-		s.wal.fail(fmt.Errorf("zkserver: snapshot: %w", err))
-	}
+	s.err = err
+	close(s.failed)
+	s.failWG.Add(1)
+	go func() {
+		defer s.failWG.Done()
+		s.shutdown()
+	}()
 }

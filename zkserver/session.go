@@ -26,10 +26,12 @@ func (s *Server) password(id int64) []byte {
 }
 
 // newSessionID returns a fresh session id: the current time in
-// milliseconds shifted as ZooKeeper does, then incremented.
+// milliseconds shifted as ZooKeeper does, with the server id a
+// standalone ZooKeeper's session tracker uses (1) in the top byte, then
+// incremented.
 func (s *Server) newSessionID() int64 {
 	if s.nextSession == 0 {
-		s.nextSession = int64(uint64(time.Now().UnixMilli()<<24) >> 8)
+		s.nextSession = int64(uint64(time.Now().UnixMilli()<<24)>>8 | 1<<56)
 	}
 	s.nextSession++
 	return s.nextSession
@@ -59,6 +61,7 @@ func (s *Server) closeSession(sess *session) (int64, *conn) {
 	}
 	s.commit(x)
 	delete(s.sessions, sess.id)
+	delete(s.tree.ephemerals, sess.id)
 	c := sess.conn
 	if c != nil {
 		c.sess = nil

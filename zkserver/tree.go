@@ -56,6 +56,25 @@ type tree struct {
 	ephemerals map[int64]map[string]struct{}
 }
 
+// lookup returns the node at p, or nil. As in ZooKeeper, whose tree
+// holds the root under "" as well as "/", the empty path names the root.
+func (t *tree) lookup(p string) *node {
+	if p == "" {
+		p = "/"
+	}
+	return t.nodes[p]
+}
+
+// isSpecial reports whether p is one of the nodes every server has,
+// which ZooKeeper refuses to delete.
+func isSpecial(p string) bool {
+	switch p {
+	case "/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config":
+		return true
+	}
+	return false
+}
+
 // openACL is world:anyone with every permission.
 var openACL = []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}
 
@@ -66,14 +85,14 @@ var readACL = []jute.ACL{{Perms: jute.PermRead, ID: jute.ID{Scheme: "world", ID:
 // /, /zookeeper, /zookeeper/quota and /zookeeper/config.
 func newTree() *tree {
 	t := &tree{nodes: map[string]*node{}, ephemerals: map[int64]map[string]struct{}{}}
-	t.nodes["/"] = &node{acl: openACL, children: map[string]struct{}{}}
+	t.nodes["/"] = &node{data: []byte{}, acl: openACL, children: map[string]struct{}{}}
 	for _, p := range []string{"/zookeeper", "/zookeeper/quota", "/zookeeper/config"} {
 		acl := openACL
 		if p == "/zookeeper/config" {
 			acl = readACL
 		}
 		parent, name := parentOf(p)
-		n := &node{acl: acl, children: map[string]struct{}{}}
+		n := &node{data: []byte{}, acl: acl, children: map[string]struct{}{}}
 		if p == "/zookeeper/config" {
 			n.stat.Aversion = -1 // as ZooKeeper 3.8 reports them
 		}
@@ -82,6 +101,9 @@ func newTree() *tree {
 		pn.children[name] = struct{}{}
 		pn.stat.NumChildren++
 	}
+	// As ZooKeeper 3.8 reports them: the system nodes' data is empty
+	// (not null), and their parents' cversions count down.
+	t.nodes["/"].stat.Cversion = -1
 	t.nodes["/zookeeper"].stat.Cversion = -2
 	return t
 }
@@ -111,7 +133,8 @@ func (t *tree) addNode(p string, n *node) {
 }
 
 // removeNode unlinks a childless node from its parent and the ephemeral
-// index.
+// index. A session keeps its (maybe empty) entry in the index until it
+// closes, as in ZooKeeper, whose dump lists it.
 func (t *tree) removeNode(p string) {
 	n := t.nodes[p]
 	parent, name := parentOf(p)
@@ -119,9 +142,6 @@ func (t *tree) removeNode(p string) {
 	delete(t.nodes, p)
 	if owner := n.ephemeralSession(); owner != 0 {
 		delete(t.ephemerals[owner], p)
-		if len(t.ephemerals[owner]) == 0 {
-			delete(t.ephemerals, owner)
-		}
 	}
 }
 

@@ -70,6 +70,7 @@ func (x *txn) create(p string, data []byte, acl []jute.ACL, owner int64) *node {
 		},
 	}
 	oldSeq := pn.seq
+	_, indexed := x.t.ephemerals[owner]
 	x.touch(parent, true)
 	x.touch(p, false)
 	x.t.addNode(p, n)
@@ -79,6 +80,9 @@ func (x *txn) create(p string, data []byte, acl []jute.ACL, owner int64) *node {
 	pn.stat.Pzxid = x.zxid
 	x.undo = append(x.undo, func() {
 		x.t.removeNode(p)
+		if !indexed {
+			delete(x.t.ephemerals, owner) // as if never created
+		}
 		pn.stat, pn.seq = old, oldSeq
 	})
 	x.events = append(x.events, event{jute.EventNodeCreated, p}, event{jute.EventNodeChildrenChanged, parent})

@@ -20,10 +20,15 @@ type watchTable map[string]map[*conn]watchMode
 type watches struct {
 	data, child watchTable
 	recursive   int // number of recursive entries in data
+
+	// The connections that have set a data watch, for wchs and wchc:
+	// ZooKeeper counts a connection from its first data watch until it
+	// closes, also while none of its watches is left.
+	watchers map[*conn]struct{}
 }
 
 func newWatches() *watches {
-	return &watches{data: watchTable{}, child: watchTable{}}
+	return &watches{data: watchTable{}, child: watchTable{}, watchers: map[*conn]struct{}{}}
 }
 
 // add sets a watch of c on path in the data table (isData) or the child
@@ -37,6 +42,7 @@ func (w *watches) add(isData bool, path string, c *conn, m watchMode) {
 		t[path] = set
 	}
 	if isData {
+		w.watchers[c] = struct{}{}
 		if old, had := set[c]; had && old == modeRecursive {
 			w.recursive--
 		}
@@ -72,14 +78,23 @@ func (w *watches) remove(isData bool, path string, c *conn) bool {
 	return true
 }
 
-// has reports whether c watches path in t.
-func (w *watches) has(isData bool, path string, c *conn) bool {
-	_, ok := w.table(isData)[path][c]
-	return ok
+// watched reports whether any connection watches path in t.
+func (w *watches) watched(isData bool, path string) bool {
+	return len(w.table(isData)[path]) > 0
+}
+
+// summary returns what wchs reports: ZooKeeper's data watches only, as
+// the connections that have set one, the paths watched and the watches.
+func (w *watches) summary() (conns, paths, total int) {
+	for _, set := range w.data {
+		total += len(set)
+	}
+	return len(w.watchers), len(w.data), total
 }
 
 // removeConn drops every watch of c.
 func (w *watches) removeConn(c *conn) {
+	delete(w.watchers, c)
 	for path, set := range w.data {
 		if m, ok := set[c]; ok {
 			if m == modeRecursive {

@@ -1,11 +1,27 @@
 package main
 
 import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // zkr server runs zkserver: other zkr commands (and any client) use it; a
@@ -73,4 +89,132 @@ func TestServerDataDir(t *testing.T) {
 	}
 	srv.cmd.Process.Signal(syscall.SIGTERM)
 	srv.wait(10 * time.Second)
+}
+
+// writeServerTLS writes a CA, a server certificate for 127.0.0.1 and a
+// client certificate (subject CN=zkr-test,O=Example) signed by it, as PEM
+// files in dir.
+func writeServerTLS(t *testing.T, dir string) (ca, cert, key, clientCert, clientKey string) {
+	t.Helper()
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	caKey := newKey()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "zkr test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	write := func(name string, blocks ...*pem.Block) string {
+		var b []byte
+		for _, blk := range blocks {
+			b = append(b, pem.EncodeToMemory(blk)...)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	leaf := func(serial int64, tmpl *x509.Certificate, name string) (string, string) {
+		k := newKey()
+		tmpl.SerialNumber = big.NewInt(serial)
+		tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kb, _ := x509.MarshalPKCS8PrivateKey(k)
+		return write(name+".pem", &pem.Block{Type: "CERTIFICATE", Bytes: der}),
+			write(name+"-key.pem", &pem.Block{Type: "PRIVATE KEY", Bytes: kb})
+	}
+	ca = write("ca.pem", &pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	cert, key = leaf(2, &x509.Certificate{
+		Subject: pkix.Name{CommonName: "zkr test server"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}, "server")
+	clientCert, clientKey = leaf(3, &x509.Certificate{
+		Subject:  pkix.Name{CommonName: "zkr-test", Organization: []string{"Example"}},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, "client")
+	return ca, cert, key, clientCert, clientKey
+}
+
+// zkr server --tls-cert/--tls-key/--tls-ca serves TLS clients with client
+// certificates, which authenticate under the x509 scheme; zkr itself
+// connects to it over TLS.
+func TestServerTLS(t *testing.T) {
+	ca, cert, key, clientCert, clientKey := writeServerTLS(t, t.TempDir())
+	srv := start(t, nil, "server", "--addr", "127.0.0.1:0", "--secure-addr", "127.0.0.1:0", "--tick", "100ms",
+		"--tls-cert", cert, "--tls-key", key, "--tls-ca", ca)
+	var addrs []string
+	eventually(t, 10*time.Second, "zkr server printed no addresses", func() bool {
+		addrs = strings.Fields(srv.stdout.String())
+		return len(addrs) == 2
+	})
+	plain, secure := addrs[0], addrs[1]
+	tlsArgs := []string{"--servers", secure, "--tls-ca", ca, "--tls-cert", clientCert, "--tls-key", clientKey}
+	if r := zkr(t, append(tlsArgs, "lock", "/srv/tls", "--", "true")...); r.code != 0 {
+		t.Fatalf("zkr lock over TLS: exit %d: %s", r.code, r.stderr)
+	}
+	// The session is x509:<subject>, and an x509 ACL lets only it in.
+	pair, err := tls.LoadX509KeyPair(clientCert, clientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, _ := os.ReadFile(ca)
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	c := client(t, []string{secure}, zkclient.WithTLS(&tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}, ServerName: "127.0.0.1"}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ids, err := c.WhoAmI(ctx)
+	if err != nil || fmt.Sprint(ids) != "[{x509 CN=zkr-test,O=Example} {ip 127.0.0.1}]" {
+		t.Fatalf("whoAmI over TLS: %v %v", ids, err)
+	}
+	if _, err := c.Create(ctx, "/srv/x509", []byte("s"), zkclient.Persistent,
+		[]zkclient.ACL{{Perms: zkclient.PermAll, Scheme: "x509", ID: "CN=zkr-test,O=Example"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := client(t, []string{plain}).Get(ctx, "/srv/x509"); !errors.Is(err, zkclient.ErrNoAuth) {
+		t.Fatalf("a plain client reads the x509 node: %v", err)
+	}
+	// Without a client certificate: no session (a failed TLS handshake).
+	if r := zkr(t, "--servers", secure, "--tls-ca", ca, "--connect-timeout", "2s", "inspect", "/srv/tls"); r.code != exitConnect {
+		t.Errorf("zkr without a client certificate: exit %d, want %d: %s", r.code, exitConnect, r.stderr)
+	}
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	if code := srv.wait(10 * time.Second); code != 0 {
+		t.Errorf("zkr server after SIGTERM: exit %d; stderr:\n%s", code, srv.stderr.String())
+	}
+
+	// TLS only; bad TLS settings are bad input.
+	only := start(t, nil, "server", "--addr", "", "--secure-addr", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key)
+	eventually(t, 10*time.Second, "zkr server printed no address", func() bool {
+		return len(strings.Fields(only.stdout.String())) == 1
+	})
+	onlyAddr := strings.TrimSpace(only.stdout.String())
+	if r := zkr(t, "--servers", onlyAddr, "--tls-ca", ca, "lock", "/srv/tls-only", "--", "true"); r.code != 0 {
+		t.Fatalf("zkr lock on a TLS-only server without client certificates: exit %d: %s", r.code, r.stderr)
+	}
+	for _, args := range [][]string{
+		{"--tls-ca", ca},
+		{"--tls-cert", cert},
+		{"--tls-cert", cert, "--tls-key", filepath.Join(t.TempDir(), "missing.pem")},
+		{"--tls-cert", cert, "--tls-key", key, "--tls-ca", key},
+		{"--addr", ""},
+	} {
+		if r := zkr(t, append([]string{"server", "--secure-addr", "127.0.0.1:0"}, args...)...); r.code != exitUsage {
+			t.Errorf("zkr server %q: exit %d, want %d: %s", args, r.code, exitUsage, r.stderr)
+		}
+	}
 }

@@ -1,0 +1,88 @@
+package zkserver_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/interop"
+)
+
+// kazooNullScript uses kazoo as a new user would, against the server
+// argv[1], under the path argv[2]: null data (value None) through create,
+// set, create2 and watches, the four-letter words kazoo sends, and
+// server_version, which reads envi. It prints one line per result.
+const kazooNullScript = `
+import sys, threading
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1], timeout=5)
+zk.start(timeout=10)
+base = sys.argv[2]
+def show(label, v):
+    print(label, repr(v).replace(base, "~"))
+zk.create(base, None)
+data, st = zk.get(base)
+show("create None, get:", data)
+show("  data_length:", st.data_length)
+zk.set(base, b"")
+show("set b'', get:", zk.get(base)[0])
+zk.set(base, None)
+show("set None, get:", zk.get(base)[0])
+zk.set(base, b"v")
+show("set b'v', get:", zk.get(base)[0])
+zk.create(base + "/default")
+show("create without a value, get:", zk.get(base + "/default")[0])
+path, st = zk.create(base + "/n2", None, include_data=True)
+show("create2 None:", (path, st.data_length, st.version))
+show("  get:", zk.get(base + "/n2")[0])
+zk.create(base + "/a/b/c", None, makepath=True)
+show("makepath, the parents' and the node's data:", [zk.get(base + p)[0] for p in ("/a", "/a/b", "/a/b/c")])
+zk.ensure_path(base + "/ensured")
+show("ensure_path, get:", zk.get(base + "/ensured")[0])
+show("children:", sorted(zk.get_children(base)))
+show("children of a leaf:", zk.get_children(base + "/default"))
+seen = []
+got = threading.Event()
+def watch(ev):
+    seen.append((ev.type, ev.path))
+    got.set()
+zk.get(base + "/n2", watch=watch)
+zk.set(base + "/n2", None)
+got.wait(5)
+show("watch after set None:", seen)
+show("  get:", zk.get(base + "/n2")[0])
+show("exists of null node, data_length:", zk.exists(base + "/n2").data_length)
+show("server_version:", zk.server_version())
+envi = zk.command(b"envi")
+show("envi first line:", envi.splitlines()[0])
+show("envi keys:", [l.split("=", 1)[0] for l in envi.splitlines()[1:]])
+show("ruok:", zk.command(b"ruok"))
+show("isro:", zk.command(b"isro"))
+show("srvr mode:", [l for l in zk.command(b"srvr").splitlines() if l.startswith("Mode:")])
+zk.delete(base, recursive=True)
+show("deleted:", zk.exists(base))
+zk.stop()
+print("DONE")
+`
+
+// TestConformanceKazooNullData runs kazoo against both servers: null data
+// stays null (kazoo's None), and server_version reads the version from
+// envi.
+func TestConformanceKazooNullData(t *testing.T) {
+	if err := interop.KazooAvailable(); err != nil {
+		t.Skip(err)
+	}
+	conform(t, func(t *testing.T, tg target, r *rec) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, interop.Python, "-I", "-c", kazooNullScript, tg.addr, tg.path).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "DONE") {
+			t.Fatalf("kazoo: %v\n%s", err, out)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			r.logf("%s", line)
+		}
+	})
+}
