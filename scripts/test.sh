@@ -17,5 +17,7 @@ go test -race -count=1 -timeout 12m ./...
 # The recipe suite again, on the embedded server instead of real ZooKeeper
 # (ensembles stay real ZooKeeper).
 ZKTEST_SERVER=zkserver go test -race -count=1 -timeout 8m .
-# A short fuzzing run of the embedded server's wire decoder.
+# A short fuzzing run of the wire decoder (the embedded server's requests).
 go test -run '^$' -fuzz FuzzDecode -fuzztime 15s ./internal/jute
+# And of the client's handling of server replies.
+go test -run '^$' -fuzz FuzzReply -fuzztime 10s ./zkclient

@@ -316,11 +316,7 @@ func TestPersistentRecursiveWatch(t *testing.T) {
 // for a change made meanwhile (setWatches2 with the last zxid seen).
 func TestWatchRestoredAfterReconnect(t *testing.T) {
 	e := newEnv(t)
-	px, err := zktest.NewProxy(e.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
+	px := e.proxy()
 	c := e.connectTo(px.Addr())
 	defer c.Close()
 	other := e.connect()
@@ -428,18 +424,14 @@ func TestExpiry(t *testing.T) {
 // requests after it are still matched to their replies.
 func TestCancelledCallLateReply(t *testing.T) {
 	e := newEnv(t)
-	px, err := zktest.NewProxy(e.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
+	px := e.proxy()
 	c := e.connectTo(px.Addr())
 	defer c.Close()
 	c.Create(e.ctx, e.base+"/a", []byte("A"), zkclient.Persistent, all)
 	px.Delay(300 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(e.ctx, 50*time.Millisecond)
 	t0 := time.Now()
-	_, _, err = c.Get(ctx, e.base+"/a")
+	_, _, err := c.Get(ctx, e.base+"/a")
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) > 250*time.Millisecond {
 		t.Fatalf("cancelled get: %v after %v", err, time.Since(t0))
@@ -493,11 +485,7 @@ func TestChroot(t *testing.T) {
 
 func TestDigestAuth(t *testing.T) {
 	e := newEnv(t)
-	px, err := zktest.NewProxy(e.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
+	px := e.proxy()
 	c := e.connectTo(px.Addr(), zkclient.WithDigestAuth("alice", "secret"))
 	defer c.Close()
 	ctx := e.ctx
@@ -532,15 +520,11 @@ func TestDigestAuth(t *testing.T) {
 
 func TestCloseOnDeadLink(t *testing.T) {
 	e := newEnv(t)
-	px, err := zktest.NewProxy(e.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
+	px := e.proxy()
 	c := e.connectTo(px.Addr(), zkclient.WithCloseTimeout(300*time.Millisecond))
 	px.Blackhole()
 	t0 := time.Now()
-	err = c.Close()
+	err := c.Close()
 	if !errors.Is(err, zkclient.ErrCloseUnconfirmed) || time.Since(t0) > 2*time.Second {
 		t.Fatalf("close on a dead link: %v after %v", err, time.Since(t0))
 	}
@@ -567,11 +551,7 @@ func TestTooLarge(t *testing.T) {
 // delays each way by d, it lags at least 2d behind.
 func TestConfirmed(t *testing.T) {
 	e := newEnv(t)
-	px, err := zktest.NewProxy(e.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
+	px := e.proxy()
 	c := e.connectTo(px.Addr(), zkclient.WithSessionTimeout(3*time.Second))
 	defer c.Close()
 	time.Sleep(2 * c.Timeout() / 3)

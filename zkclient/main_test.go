@@ -88,6 +88,18 @@ func (e *env) connectTo(addr string, opts ...zkclient.Option) *zkclient.Client {
 	return c
 }
 
+// proxy puts a fault-injecting proxy in front of the server, closed when
+// the test ends.
+func (e *env) proxy() *zktest.Proxy {
+	e.t.Helper()
+	px, err := zktest.NewProxy(e.addr)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { px.Close() })
+	return px
+}
+
 func mkdirs(t *testing.T, c *zkclient.Client, p string) {
 	t.Helper()
 	ctx := context.Background()

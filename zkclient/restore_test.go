@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // Watches restored after a reconnection are sent in several setWatches2
@@ -15,11 +14,7 @@ import (
 // still fires.
 func TestManyWatchesRestored(t *testing.T) {
 	e := newEnv(t)
-	px, err := zktest.NewProxy(e.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
+	px := e.proxy()
 	c := e.connectTo(px.Addr())
 	defer c.Close()
 	other := e.connect()
