@@ -2,6 +2,7 @@ package zkclient_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -90,7 +91,7 @@ func TestEnsembleFailover(t *testing.T) {
 			if err == nil {
 				break
 			}
-			if !isCode(err, zkclient.ErrConnectionLoss) {
+			if !errors.Is(err, zkclient.ErrConnectionLoss) {
 				t.Fatalf("delete %s: %v", node, err)
 			}
 			other.WaitConnected(ctx)

@@ -2,6 +2,7 @@ package zkclient_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -106,7 +107,7 @@ func mkdirs(t *testing.T, c *zkclient.Client, p string) {
 	for i := 1; i <= len(p); i++ {
 		if i == len(p) || p[i] == '/' {
 			_, err := c.Create(ctx, p[:i], nil, zkclient.Persistent, zkclient.WorldACL(zkclient.PermAll))
-			if err != nil && !isCode(err, zkclient.ErrNodeExists) {
+			if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
 				t.Fatalf("create %s: %v", p[:i], err)
 			}
 		}
@@ -123,22 +124,6 @@ func deleteTree(t *testing.T, c *zkclient.Client, p string) {
 		deleteTree(t, c, p+"/"+k)
 	}
 	c.Delete(ctx, p, -1)
-}
-
-func isCode(err error, code zkclient.Code) bool {
-	var c zkclient.Code
-	for e := err; e != nil; {
-		if x, ok := e.(zkclient.Code); ok {
-			c = x
-			return c == code
-		}
-		u, ok := e.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		e = u.Unwrap()
-	}
-	return false
 }
 
 // recv waits for a one-shot watch's event.

@@ -195,7 +195,7 @@ func (c *Client) ExistsAsync(path string) *Call[Stat] {
 // Exists returns path's Stat and true, or false if there is no such node.
 func (c *Client) Exists(ctx context.Context, path string) (Stat, bool, error) {
 	st, err := c.ExistsAsync(path).Wait(ctx)
-	if isCode(err, ErrNoNode) {
+	if errors.Is(err, ErrNoNode) {
 		return Stat{}, false, nil
 	}
 	return st, err == nil, err
@@ -359,18 +359,4 @@ func (c *Client) CheckWatches(ctx context.Context, path string, t WatcherType) e
 	_, err := start[struct{}](c, "checkWatches", path, checkPath(path, false),
 		&jute.Request{Op: jute.OpCheckWatches, Path: c.toServer(path), Mode: int32(t)}, nil).Wait(ctx)
 	return err
-}
-
-func isCode(err error, code Code) bool {
-	for err != nil {
-		if c, ok := err.(Code); ok {
-			return c == code
-		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		err = u.Unwrap()
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package zkclient
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 
@@ -117,7 +118,7 @@ func (w *PersistentWatch) Remove(ctx context.Context) error {
 	t := &w.c.watches
 	t.mu.Lock()
 	list := t.pers[w.key]
-	i := indexOf(list, w)
+	i := slices.Index(list, w)
 	if i < 0 {
 		t.mu.Unlock()
 		return nil
@@ -134,15 +135,6 @@ func (w *PersistentWatch) Remove(ctx context.Context) error {
 	w.s.push(Event{Type: EventNotWatching, Path: w.c.fromServer(w.key.path), Err: ErrWatchRemoved})
 	w.s.close(ErrWatchRemoved)
 	return awaitRemove(ctx, cl)
-}
-
-func indexOf[T comparable](list []T, v T) int {
-	for i, x := range list {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 func awaitRemove(ctx context.Context, cl *call) error {
@@ -162,7 +154,7 @@ func awaitRemove(ctx context.Context, cl *call) error {
 
 func (t *watchTable) unlistLocked(w *Watch) {
 	list := t.one[w.key]
-	if i := indexOf(list, w); i >= 0 {
+	if i := slices.Index(list, w); i >= 0 {
 		t.one[w.key] = append(list[:i:i], list[i+1:]...)
 		if len(t.one[w.key]) == 0 {
 			delete(t.one, w.key)
@@ -292,7 +284,7 @@ func (t *watchTable) settlePersistent(w *PersistentWatch, ok bool) bool {
 func (t *watchTable) abandonPersistent(c *Client, w *PersistentWatch) {
 	t.mu.Lock()
 	w.abandoned = true
-	listed := indexOf(t.pers[w.key], w) >= 0
+	listed := slices.Index(t.pers[w.key], w) >= 0
 	t.mu.Unlock()
 	if listed {
 		w.Remove(context.Background())

@@ -2,6 +2,7 @@ package zkclient
 
 import (
 	"context"
+	"errors"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
@@ -66,7 +67,7 @@ func (c *Client) ExistsW(ctx context.Context, path string) (Stat, bool, *Watch, 
 	switch {
 	case err == nil:
 		return st, true, w, nil
-	case isCode(err, ErrNoNode):
+	case errors.Is(err, ErrNoNode):
 		return Stat{}, false, w, nil
 	case w != nil && ctx.Err() != nil:
 		c.watches.abandon(c, w)
