@@ -64,10 +64,15 @@ func TestEnsembleFailover(t *testing.T) {
 			t.Fatalf("round %d: no %s member", round, pick)
 		}
 		node := "/dir/n" + string(rune('0'+round))
-		if _, err := c.Create(ctx, node, nil, zkclient.Persistent, all); err != nil {
-			t.Fatal(err)
+		// The one-shot watch is on a node outside the recursive watch, so
+		// only its own restored watch can report the delete.
+		solo := "/solo" + string(rune('0'+round))
+		for _, p := range []string{node, solo} {
+			if _, err := c.Create(ctx, p, nil, zkclient.Persistent, all); err != nil {
+				t.Fatal(err)
+			}
 		}
-		_, _, w, err := c.GetW(ctx, node)
+		_, _, w, err := c.GetW(ctx, solo)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,20 +91,22 @@ func TestEnsembleFailover(t *testing.T) {
 		}
 		// Writes go through once a quorum (with a leader) serves again.
 		other := connectAny(ctx, t, cluster, killed)
-		for {
-			err := other.Delete(ctx, node, -1)
-			if err == nil {
-				break
+		for _, p := range []string{node, solo} {
+			for {
+				err := other.Delete(ctx, p, -1)
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, zkclient.ErrConnectionLoss) {
+					t.Fatalf("delete %s: %v", p, err)
+				}
+				other.WaitConnected(ctx)
 			}
-			if !errors.Is(err, zkclient.ErrConnectionLoss) {
-				t.Fatalf("delete %s: %v", node, err)
-			}
-			other.WaitConnected(ctx)
 		}
 		other.Close()
 		select {
 		case ev := <-w.Event():
-			if ev.Type != zkclient.EventNodeDeleted || ev.Path != node {
+			if ev.Type != zkclient.EventNodeDeleted || ev.Path != solo {
 				t.Fatalf("round %d: watch after failover: %+v", round, ev)
 			}
 		case <-time.After(20 * time.Second):
