@@ -43,3 +43,27 @@ func TestUnlockAndCloseBoundedOnDeadLink(t *testing.T) {
 	// The server expires the session: the node goes.
 	e.waitFor("the session's node to go", func() bool { return len(e.children(lock)) == 0 })
 }
+
+// Close voids holdings before its request leaves: over a slow link the
+// server ends the session (and another session is granted the lock) before
+// the answer is back, and the holder must have been told by then. Found by
+// the nemesis suite's long run (seed 8564367160994920).
+func TestCloseVoidsHoldingsFirst(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, time.Minute)
+	lock := e.path + "/lock"
+	p := e.proxy()
+	s := e.sessionOn([]string{p.Addr()}, zkrecipes.WithSessionTimeout(4*time.Second))
+	m := zkrecipes.NewMutex(s, lock)
+	must(t, m.Lock(ctx), "Lock")
+	other := zkrecipes.NewMutex(e.session(), lock)
+	p.Delay(500 * time.Millisecond)
+	go s.Close()
+	must(t, other.Lock(ctx), "other: Lock after the close reached the server")
+	select {
+	case <-m.Lost():
+	default:
+		t.Fatal("another session holds the lock while the closing holder's Lost is open")
+	}
+	must(t, other.Unlock(ctx), "other: Unlock")
+}

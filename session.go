@@ -225,6 +225,12 @@ func (s *Session) Err() error { return s.c.Err() }
 // zkclient.ErrCloseUnconfirmed, and the nodes go when the server expires
 // the session. Either way the Session is over. Closing again returns nil.
 func (s *Session) Close() error {
+	// The server may end the session as soon as the close request reaches
+	// it, before its answer comes back: every holding is void from now.
+	s.mu.Lock()
+	s.over = true
+	s.voidHoldsLocked()
+	s.mu.Unlock()
 	err := s.c.Close()
 	if s.strictDone != nil {
 		<-s.strictDone
