@@ -108,6 +108,9 @@ func TestSessionUserStateCallback(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("Lost not closed after expiry with a user state callback")
 	}
+	// Lost closes from the Session's own callback, which runs before the
+	// user's; every callback has run once Done is closed.
+	<-s.Done()
 	mu.Lock()
 	defer mu.Unlock()
 	if !slices.Contains(seen, zkclient.StateExpired) {
