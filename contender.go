@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // LockOption configures a Mutex or an RWMutex.
@@ -28,17 +30,15 @@ type seat struct {
 	q    queue
 	err  error // invalid path (or argument), reported by every call
 	data []byte
-	// watchNode makes a holding also end when someone else deletes its
-	// node (an election: a leader whose node an operator removed must stop
-	// leading). It costs a watch on the node.
-	watchNode bool
 
-	mu      sync.Mutex
-	busy    bool // acquiring or holding
-	reader  bool // what is held or being acquired
-	held    *ticket
-	lost    <-chan struct{}
-	release func()
+	mu     sync.Mutex
+	busy   bool // acquiring or holding
+	reader bool // what is held or being acquired
+	held   *ticket
+	// hold is the holding of held: it ends when the session's holdings are
+	// void and also when someone else deletes the held node (a lock whose
+	// node an operator removed is no longer exclusive).
+	hold *nodeHold
 }
 
 func (st *seat) init(s *Session, path string, kinds []kind, opts []LockOption) {
@@ -90,12 +90,7 @@ func (st *seat) acquire(ctx context.Context, k kind, try bool, op string) error 
 // holdLocked records that t holds, and starts watching for its loss.
 func (st *seat) holdLocked(t *ticket) {
 	st.held = t
-	if st.watchNode {
-		h := st.q.s.holdNode(t.path())
-		st.lost, st.release = h.lost, h.end
-	} else {
-		st.lost, st.release = st.q.s.hold()
-	}
+	st.hold = st.q.s.holdNode(t.path())
 }
 
 func (st *seat) take(ctx context.Context, k kind, try bool) (*ticket, error) {
@@ -125,16 +120,17 @@ func (st *seat) requeue(ctx context.Context, op string) error {
 		return st.err
 	}
 	st.mu.Lock()
-	t, release := st.held, st.release
+	t, h := st.held, st.hold
 	if t == nil {
 		st.mu.Unlock()
 		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, ErrNotHeld)
 	}
-	st.held, st.release = nil, nil // still busy: acquiring again
+	st.held, st.hold = nil, nil // still busy: acquiring again
 	st.mu.Unlock()
-	release()
+	h.drop()
 
 	n, err := t.requeue(ctx, st.data)
+	h.settle(err == nil)
 	if errors.Is(err, ErrConnectionLoss) {
 		// Not applied: release the old node and queue anew, in two writes.
 		if err = t.leave(ctx); err == nil {
@@ -162,7 +158,7 @@ func (st *seat) leave(ctx context.Context, reader bool, op string) error {
 		return st.err
 	}
 	st.mu.Lock()
-	t, release := st.held, st.release
+	t, h := st.held, st.hold
 	if t == nil || st.reader != reader {
 		what := "nothing"
 		if t != nil {
@@ -174,11 +170,13 @@ func (st *seat) leave(ctx context.Context, reader bool, op string) error {
 		st.mu.Unlock()
 		return fmt.Errorf("zkrecipes: %s %s: %w (this value holds %s)", op, st.q.dir, ErrNotHeld, what)
 	}
-	st.held, st.release, st.busy = nil, nil, false
+	st.held, st.hold, st.busy = nil, nil, false
 	st.mu.Unlock()
 
-	release()
-	if err := t.leave(ctx); err != nil {
+	h.drop()
+	err := t.leave(ctx)
+	h.settle(err == nil)
+	if err != nil {
 		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, err)
 	}
 	return nil
@@ -201,5 +199,19 @@ func (st *seat) lostChan() <-chan struct{} {
 		close(ch)
 		return ch
 	}
-	return st.lost
+	return st.hold.lost
+}
+
+// heldOp returns a transaction operation that checks the held node still
+// exists, or one that fails the transaction with ErrNotHeld.
+func (st *seat) heldOp() zkclient.Op {
+	if st.err != nil {
+		return zkclient.FailedOp(st.err)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.held == nil {
+		return zkclient.FailedOp(fmt.Errorf("zkrecipes: %s: %w", st.q.dir, ErrNotHeld))
+	}
+	return st.q.s.c.CheckOp(st.held.path(), -1)
 }

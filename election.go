@@ -40,7 +40,6 @@ type Election struct {
 func NewElection(s *Session, path, id string) *Election {
 	e := &Election{id: id}
 	e.st.init(s, path, latchKinds, []LockOption{WithNodeData([]byte(id))})
-	e.st.watchNode = true
 	if e.st.err == nil && id == "" {
 		e.st.err = fmt.Errorf("%w: election %s: empty participant id", ErrInvalidArgument, path)
 	}
@@ -75,6 +74,16 @@ func (e *Election) Resign(ctx context.Context) error {
 // campaigning again. When the participant does not lead it returns a closed
 // channel.
 func (e *Election) Lost() <-chan struct{} { return e.st.lostChan() }
+
+// HeldOp returns a transaction operation that succeeds only while this
+// value holds the leadership: it checks that the holder's node still exists, the
+// equivalent of etcd's Mutex.IsOwner compare. A write made in the same
+// Session.Multi is then applied only if the leadership is still held when the
+// server applies it; otherwise the transaction fails (the check with
+// zkclient.ErrNoNode) and nothing is written. When nothing is held, the
+// transaction fails before it is sent, with an error wrapping ErrNotHeld.
+// It costs no request of its own.
+func (e *Election) HeldOp() zkclient.Op { return e.st.heldOp() }
 
 // Token returns the fencing token of the current leadership, or 0 when the
 // participant does not lead. It strictly increases from one leader of the

@@ -41,8 +41,9 @@ var (
 	ErrBusy = errors.New("zkrecipes: already held or being acquired by this value")
 
 	// ErrInvalidPath is returned, before any network call, for a path
-	// ZooKeeper would reject or a recipe cannot use.
-	ErrInvalidPath = errors.New("zkrecipes: invalid path")
+	// ZooKeeper would reject or a recipe cannot use. It is the client's
+	// zkclient.ErrInvalidPath, so the data plane's errors match it too.
+	ErrInvalidPath error = zkclient.ErrInvalidPath
 
 	// ErrNodeLost means this contender's node disappeared while it was
 	// queued or holding (deleted by another client, or by the server when the

@@ -1,6 +1,10 @@
 package zkrecipes
 
-import "context"
+import (
+	"context"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
+)
 
 // Mutex is a distributed exclusive lock on a ZooKeeper path, compatible with
 // Apache Curator's InterProcessMutex (nodes "_c_<uuid>-lock-<seq>") and
@@ -76,7 +80,20 @@ func (m *Mutex) Requeue(ctx context.Context) error {
 func (m *Mutex) Token() int64 { return m.st.token() }
 
 // Lost returns a channel that is closed when the current holding is void:
-// the session expired or was closed, or (in strict mode, see WithStrict) the
-// connection was down long enough that it may have expired. When the lock is
-// not held it returns a closed channel.
+// the session expired or was closed, the holder's node was deleted by
+// someone else (an operator, a cleanup script), or (in strict mode, see
+// WithStrict) the connection was down long enough that the session may
+// have expired. Unlock closes it too. When the lock is not held it returns
+// a closed channel. Noticing a deletion costs one getData with a watch per
+// holding (Stats.HoldWatches), sent after Lock returns.
 func (m *Mutex) Lost() <-chan struct{} { return m.st.lostChan() }
+
+// HeldOp returns a transaction operation that succeeds only while this
+// value holds the lock: it checks that the holder's node still exists, the
+// equivalent of etcd's Mutex.IsOwner compare. A write made in the same
+// Session.Multi is then applied only if the lock is still held when the
+// server applies it; otherwise the transaction fails (the check with
+// zkclient.ErrNoNode) and nothing is written. When nothing is held, the
+// transaction fails before it is sent, with an error wrapping ErrNotHeld.
+// It costs no request of its own.
+func (m *Mutex) HeldOp() zkclient.Op { return m.st.heldOp() }

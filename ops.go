@@ -18,10 +18,18 @@ type Stats struct {
 	Listings    int64 // getChildren requests
 	Reads       int64 // getData and exists requests
 	WatchEvents int64 // node watch events delivered (not session events)
+
+	// A holding's watch on its own node (so that its Lost closes when
+	// someone else deletes the node) costs one getData per holding, and
+	// its event when the holder deletes the node. They are counted here,
+	// not in Reads and WatchEvents, so that those stay the cost of waiting.
+	HoldWatches int64 // getData requests watching the session's own held nodes
+	HoldEvents  int64 // watch events of those requests
 }
 
 type counters struct {
 	creates, deletes, listings, reads atomic.Int64
+	holdWatches, holdEvents           atomic.Int64
 }
 
 // Stats returns the session's counters.
@@ -31,7 +39,9 @@ func (s *Session) Stats() Stats {
 		Deletes:     s.stats.deletes.Load(),
 		Listings:    s.stats.listings.Load(),
 		Reads:       s.stats.reads.Load(),
-		WatchEvents: s.c.Notifications(),
+		WatchEvents: s.c.Notifications() - s.stats.holdEvents.Load(),
+		HoldWatches: s.stats.holdWatches.Load(),
+		HoldEvents:  s.stats.holdEvents.Load(),
 	}
 }
 
@@ -173,8 +183,13 @@ func (s *Session) getData(ctx context.Context, p string) (data []byte, st zkclie
 // zkclient.ErrNoNode, setting no watch, if p is gone. This is how a waiter
 // watches its predecessor without a gap between listing and watching.
 func (s *Session) getDataW(ctx context.Context, p string) (data []byte, w watched, err error) {
+	return s.getDataWCounted(ctx, p, &s.stats.reads)
+}
+
+// getDataWCounted is getDataW counting its requests in n.
+func (s *Session) getDataWCounted(ctx context.Context, p string, n *atomic.Int64) (data []byte, w watched, err error) {
 	err = retry(ctx, s, func() error {
-		s.stats.reads.Add(1)
+		n.Add(1)
 		data, _, w.w, err = s.c.GetW(ctx, p)
 		return err
 	})

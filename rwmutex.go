@@ -1,6 +1,10 @@
 package zkrecipes
 
-import "context"
+import (
+	"context"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
+)
 
 // RWMutex is a distributed reader/writer lock on a ZooKeeper path, compatible
 // with Apache Curator's InterProcessReadWriteLock and counting kazoo's
@@ -88,7 +92,19 @@ func (m *RWMutex) Unlock(ctx context.Context) error { return m.st.leave(ctx, fal
 func (m *RWMutex) Token() int64 { return m.st.token() }
 
 // Lost returns a channel that is closed when the current holding, read or
-// write, is void: the session expired or was closed, or (in strict mode, see
-// WithStrict) the connection was down long enough that it may have expired.
-// When nothing is held it returns a closed channel.
+// write, is void: the session expired or was closed, the holder's node was
+// deleted by someone else, or (in strict mode, see WithStrict) the
+// connection was down long enough that the session may have expired. When
+// nothing is held it returns a closed channel. As for Mutex, watching the
+// node costs one getData per holding.
 func (m *RWMutex) Lost() <-chan struct{} { return m.st.lostChan() }
+
+// HeldOp returns a transaction operation that succeeds only while this
+// value holds the read or write lock: it checks that the holder's node still exists, the
+// equivalent of etcd's Mutex.IsOwner compare. A write made in the same
+// Session.Multi is then applied only if the read or write lock is still held when the
+// server applies it; otherwise the transaction fails (the check with
+// zkclient.ErrNoNode) and nothing is written. When nothing is held, the
+// transaction fails before it is sent, with an error wrapping ErrNotHeld.
+// It costs no request of its own.
+func (m *RWMutex) HeldOp() zkclient.Op { return m.st.heldOp() }

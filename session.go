@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/stream"
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
@@ -33,7 +34,10 @@ type Session struct {
 	mu         sync.Mutex // never held while calling the client: onState runs under the client's lock
 	over       bool       // the session is over
 	holds      map[chan struct{}]struct{}
-	void       bool // strict mode: holdings were reported lost and no answer came since
+	void       bool                          // strict mode: holdings were reported lost and no answer came since
+	subs       []*stream.Queue[SessionEvent] // see States
+	lostTold   bool                          // Lost was told and neither Reconnected nor the end since
+	final      *SessionEvent                 // the final state, once told
 	strictDone chan struct{}
 	rearm      chan struct{}  // strict mode: the timeout may have changed (a reconnection)
 	background sync.WaitGroup // deletes that outlived their caller (see removeLater)
@@ -245,11 +249,15 @@ func (s *Session) Close() error {
 // onState follows the client's state changes. It runs on the client's
 // goroutine, under the client's lock: it must not call the client.
 func (s *Session) onState(ev zkclient.StateEvent) {
+	out := SessionEvent{State: sessionState(ev.State), Server: ev.Server, Err: ev.Err}
 	switch {
 	case ev.State.Final():
 		s.mu.Lock()
 		s.over = true
 		s.voidHoldsLocked()
+		s.tellLostLocked()
+		s.final = &out
+		s.tellLocked(out)
 		s.mu.Unlock()
 	case ev.State == zkclient.StateReconnected:
 		select {
@@ -258,10 +266,25 @@ func (s *Session) onState(ev zkclient.StateEvent) {
 		}
 		s.mu.Lock()
 		void := s.void
+		s.lostTold = false
+		s.tellLocked(out)
 		s.mu.Unlock()
 		if void {
 			s.log.Warn("zookeeper session reconnected after holdings were reported lost")
 		}
+	case ev.State == zkclient.StateSuspended:
+		s.mu.Lock()
+		s.tellLocked(out)
+		s.mu.Unlock()
+	}
+}
+
+// tellLostLocked tells the subscribers that the holdings are void, once
+// until the next reconnection.
+func (s *Session) tellLostLocked() {
+	if !s.lostTold {
+		s.lostTold = true
+		s.tellLocked(SessionEvent{State: SessionLost})
 	}
 }
 
@@ -286,7 +309,7 @@ func (s *Session) watchStrict() {
 		}
 		margin := s.margin()
 		wait := time.Until(s.c.Confirmed().Add(margin))
-		id := s.c.SessionID()
+		id, server := s.c.SessionID(), s.c.Server()
 		s.mu.Lock()
 		if wait <= 0 {
 			if !s.void {
@@ -297,8 +320,15 @@ func (s *Session) watchStrict() {
 				}
 			}
 			s.voidHoldsLocked()
+			s.tellLostLocked()
 			wait = max(min(margin/16, 50*time.Millisecond), time.Millisecond)
 		} else {
+			if s.void && s.lostTold && !s.over {
+				// Answers came again without a reconnection (a slow
+				// link that recovered): new holdings can be taken.
+				s.lostTold = false
+				s.tellLocked(SessionEvent{State: SessionReconnected, Server: server})
+			}
 			s.void = false
 		}
 		s.mu.Unlock()

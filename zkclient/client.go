@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/stream"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 )
 
@@ -45,7 +46,7 @@ type Client struct {
 	cn      *conn         // the live connection, or nil
 	up      chan struct{} // closed while a connection is live; replaced when it drops
 	auths   []authInfo
-	subs    []*stream[StateEvent]
+	subs    []*stream.Queue[StateEvent]
 
 	notified  atomic.Int64 // watch notifications received
 	lastZxid  atomic.Int64
@@ -253,12 +254,12 @@ func (c *Client) WaitConnected(ctx context.Context) error {
 // session's error) after the final state. Call Stop on it when no longer
 // reading.
 func (c *Client) States() *StateStream {
-	s := newStream[StateEvent]()
+	s := stream.New[StateEvent]()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
-		s.push(StateEvent{State: c.state, Err: c.err})
-		s.close(c.err)
+		s.Push(StateEvent{State: c.state, Err: c.err})
+		s.Close(c.err)
 	} else {
 		c.subs = append(c.subs, s)
 	}
@@ -267,17 +268,17 @@ func (c *Client) States() *StateStream {
 
 // StateStream is a Client's state changes, read with Next.
 type StateStream struct {
-	s *stream[StateEvent]
+	s *stream.Queue[StateEvent]
 	c *Client
 }
 
 // Next returns the next state change, waiting while ctx allows. After the
 // final state it returns the session's error.
-func (s *StateStream) Next(ctx context.Context) (StateEvent, error) { return s.s.next(ctx) }
+func (s *StateStream) Next(ctx context.Context) (StateEvent, error) { return s.s.Next(ctx) }
 
 // Ready returns a channel that is closed when Next has something to return
 // at once.
-func (s *StateStream) Ready() <-chan struct{} { return s.s.wait() }
+func (s *StateStream) Ready() <-chan struct{} { return s.s.Ready() }
 
 // Stop ends the subscription; Next then returns ErrClosed once drained.
 func (s *StateStream) Stop() {
@@ -289,7 +290,7 @@ func (s *StateStream) Stop() {
 		}
 	}
 	s.c.mu.Unlock()
-	s.s.close(ErrClosed)
+	s.s.Close(ErrClosed)
 }
 
 // setStateLocked records a state change and tells the subscribers.
@@ -297,7 +298,7 @@ func (c *Client) setStateLocked(st State, err error) {
 	c.state = st
 	ev := StateEvent{State: st, Server: c.server, Err: err}
 	for _, s := range c.subs {
-		s.push(ev)
+		s.Push(ev)
 	}
 	for _, f := range c.cfg.onState {
 		f(ev)
@@ -324,7 +325,7 @@ func (c *Client) finish(st State, err error) {
 	c.cn = nil
 	c.setStateLocked(st, c.err)
 	for _, s := range c.subs {
-		s.close(c.err)
+		s.Close(c.err)
 	}
 	c.subs = nil
 	close(c.done)

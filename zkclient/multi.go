@@ -45,6 +45,12 @@ func (c *Client) CheckOp(path string, version int32) Op {
 	return Op{req: &jute.Request{Op: jute.OpCheck, Path: c.toServer(path), Version: version}, err: checkPath(path, false)}
 }
 
+// FailedOp is an operation that cannot be sent: a transaction holding it
+// fails with err before anything is sent. It lets code that builds an Op
+// report why it could not (zkrecipes' holding checks when nothing is held)
+// without a second return value.
+func FailedOp(err error) Op { return Op{err: err} }
+
 // OpResult is the outcome of one operation of a transaction.
 type OpResult struct {
 	Path string // a create's path made

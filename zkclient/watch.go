@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/stream"
 )
 
 // ErrWatchRemoved is the Err of the EventNotWatching event of a persistent
@@ -100,17 +101,17 @@ func (w *Watch) Remove(ctx context.Context) error {
 type PersistentWatch struct {
 	c         *Client
 	key       watchKey
-	s         *stream[Event]
+	s         *stream.Queue[Event]
 	abandoned bool // under the table's lock
 }
 
 // Next returns the next event, waiting while ctx allows. When the watch
 // ends (removed, or the session over) Next returns an EventNotWatching
 // event with the reason in Err, then the reason as an error.
-func (w *PersistentWatch) Next(ctx context.Context) (Event, error) { return w.s.next(ctx) }
+func (w *PersistentWatch) Next(ctx context.Context) (Event, error) { return w.s.Next(ctx) }
 
 // Ready returns a channel that is closed when Next can return at once.
-func (w *PersistentWatch) Ready() <-chan struct{} { return w.s.wait() }
+func (w *PersistentWatch) Ready() <-chan struct{} { return w.s.Ready() }
 
 // Remove ends the watch, on the server too when no other registrant of
 // this client watches the node.
@@ -132,8 +133,8 @@ func (w *PersistentWatch) Remove(ctx context.Context) error {
 	}
 	cl := t.serverRemoveLocked(w.c, w.key.path)
 	t.mu.Unlock()
-	w.s.push(Event{Type: EventNotWatching, Path: w.c.fromServer(w.key.path), Err: ErrWatchRemoved})
-	w.s.close(ErrWatchRemoved)
+	w.s.Push(Event{Type: EventNotWatching, Path: w.c.fromServer(w.key.path), Err: ErrWatchRemoved})
+	w.s.Close(ErrWatchRemoved)
 	return awaitRemove(ctx, cl)
 }
 
@@ -263,8 +264,8 @@ func (t *watchTable) settlePersistent(w *PersistentWatch, ok bool) bool {
 	}
 	switch {
 	case ok && t.err != nil:
-		w.s.push(Event{Type: EventNotWatching, Path: t.c.fromServer(w.key.path), Err: t.err})
-		w.s.close(t.err)
+		w.s.Push(Event{Type: EventNotWatching, Path: t.c.fromServer(w.key.path), Err: t.err})
+		w.s.Close(t.err)
 		return false
 	case ok && w.abandoned:
 		t.serverRemoveLocked(t.c, w.key.path)
@@ -324,14 +325,14 @@ func (t *watchTable) dispatch(c *Client, ev jute.WatcherEvent) {
 		fire(kindChild)
 	}
 	for _, w := range t.pers[watchKey{ev.Path, kindPersistent}] {
-		w.s.push(e)
+		w.s.Push(e)
 	}
 	if t.recursive == 0 || typ == EventNodeChildrenChanged {
 		return
 	}
 	for p := ev.Path; ; {
 		for _, w := range t.pers[watchKey{p, kindRecursive}] {
-			w.s.push(e)
+			w.s.Push(e)
 		}
 		if p == "/" {
 			return
@@ -415,8 +416,8 @@ func (t *watchTable) end(err error) {
 	}
 	for key, list := range t.pers {
 		for _, w := range list {
-			w.s.push(Event{Type: EventNotWatching, Path: t.c.fromServer(key.path), Err: err})
-			w.s.close(err)
+			w.s.Push(Event{Type: EventNotWatching, Path: t.c.fromServer(key.path), Err: err})
+			w.s.Close(err)
 		}
 	}
 	clear(t.one)

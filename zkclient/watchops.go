@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
+	"github.com/zkrecipes/zkrecipes/internal/stream"
 )
 
 // startWatch sends r, a read that sets a watch, and returns its Call and
@@ -98,7 +99,7 @@ func (c *Client) AddWatch(ctx context.Context, path string, recursive bool) (*Pe
 		kind, mode = kindRecursive, jute.AddWatchPersistentRecursive
 	}
 	sp := c.toServer(path)
-	w := &PersistentWatch{c: c, key: watchKey{sp, kind}, s: newStream[Event]()}
+	w := &PersistentWatch{c: c, key: watchKey{sp, kind}, s: stream.New[Event]()}
 	cl := c.newCall(jute.OpAddWatch, path)
 	cl.onDone = func(err error) { c.watches.settlePersistent(w, err == nil) }
 	c.watches.begin(sp)

@@ -101,6 +101,12 @@ given to them.
 		a.newDemoCmd(),
 		a.newBenchCmd(),
 		a.newServerCmd(),
+		a.newLsCmd(),
+		a.newGetCmd(),
+		a.newStatCmd(),
+		a.newSetCmd(),
+		a.newCreateCmd(),
+		a.newRmCmd(),
 	)
 	return root
 }

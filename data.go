@@ -1,0 +1,284 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
+)
+
+// The data plane: a Session reads and writes nodes of the caller's own on
+// the connection its recipes use, so a program needs no second client.
+//
+// Paths are checked before any request (an error wrapping ErrInvalidPath).
+// Failures are the client's errors, which name the operation and the path
+// and match the server's codes with errors.Is (zkclient.ErrNoNode,
+// zkclient.ErrNodeExists, zkclient.ErrBadVersion, zkclient.ErrNotEmpty,
+// zkclient.ErrNoAuth...), or ErrSessionExpired / ErrSessionClosed.
+//
+// Reads (Get, Children, Exists, Stat, GetACL, and the watching reads) are
+// sent again after a connection loss, while ctx allows and the session
+// lives: they change nothing. Writes are not: a write whose answer was lost
+// may or may not have been applied, so it returns an error wrapping
+// ErrConnectionLoss and the caller decides (a versioned Set or Delete, or a
+// Multi with a check, can be retried safely). Creating missing parents is
+// the exception: each parent's create is retried, since a parent that
+// exists is what it wants.
+
+// CreateOption configures Session.Create.
+type CreateOption func(*createConfig)
+
+type createConfig struct {
+	mode       zkclient.CreateMode
+	ttl        time.Duration
+	acl        []zkclient.ACL
+	parents    bool
+	containers bool
+}
+
+// WithCreateMode sets the new node's mode: zkclient.Persistent (the
+// default), Ephemeral, PersistentSequential, EphemeralSequential,
+// Container, or a TTL mode (with WithTTL).
+func WithCreateMode(m zkclient.CreateMode) CreateOption {
+	return func(c *createConfig) { c.mode = m }
+}
+
+// WithTTL makes the node a TTL node: the server deletes it once it has had
+// no children and no change for ttl. With the default (persistent) or
+// persistent-sequential mode it picks the matching TTL mode. The server
+// must run with extendedTypesEnabled (ZooKeeper 3.5.3+); otherwise the
+// create fails with zkclient.ErrUnimplemented.
+func WithTTL(ttl time.Duration) CreateOption { return func(c *createConfig) { c.ttl = ttl } }
+
+// WithCreateACL sets the new node's ACL (by default the Session's, see
+// WithACL). Parents created by WithParents get it too.
+func WithCreateACL(acl []zkclient.ACL) CreateOption {
+	return func(c *createConfig) { c.acl = acl }
+}
+
+// WithParents creates the node's missing ancestors first, as persistent
+// nodes with empty data. It costs one create per missing ancestor, and
+// nothing when the parent exists.
+func WithParents() CreateOption { return func(c *createConfig) { c.parents = true } }
+
+// WithContainerParents is WithParents with container ancestors, which the
+// server deletes once they are empty (the way the recipes make their
+// directories).
+func WithContainerParents() CreateOption {
+	return func(c *createConfig) { c.parents, c.containers = true, true }
+}
+
+// Create creates the node path with data and returns its path (with the
+// sequence number of a sequential mode) and Stat. Without WithParents a
+// missing parent is an error wrapping zkclient.ErrNoNode.
+func (s *Session) Create(ctx context.Context, path string, data []byte, opts ...CreateOption) (zkclient.Created, error) {
+	cfg := createConfig{mode: zkclient.Persistent, acl: s.acl}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.ttl > 0 {
+		switch cfg.mode {
+		case zkclient.Persistent:
+			cfg.mode = zkclient.PersistentWithTTL
+		case zkclient.PersistentSequential:
+			cfg.mode = zkclient.PersistentSequentialWithTTL
+		}
+	}
+	create := func() (zkclient.Created, error) {
+		s.stats.creates.Add(1)
+		return s.c.CreateTTL(ctx, path, data, cfg.mode, cfg.acl, cfg.ttl)
+	}
+	created, err := create()
+	if !cfg.parents || !errors.Is(err, zkclient.ErrNoNode) {
+		return created, err
+	}
+	mode := zkclient.Persistent
+	if cfg.containers {
+		mode = zkclient.Container
+	}
+	for _, p := range parents(path) {
+		err := retry(ctx, s, func() error {
+			s.stats.creates.Add(1)
+			_, err := s.c.Create(ctx, p, nil, mode, cfg.acl)
+			return err
+		})
+		if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
+			return zkclient.Created{}, err
+		}
+	}
+	return create()
+}
+
+// Get returns the node's data (nil for a node created with null data) and
+// its Stat.
+func (s *Session) Get(ctx context.Context, path string) ([]byte, zkclient.Stat, error) {
+	return s.getData(ctx, path)
+}
+
+// Set writes the node's data if its version is version (-1: any version)
+// and returns its new Stat. A version that does not match is an error
+// wrapping zkclient.ErrBadVersion, and nothing is written.
+func (s *Session) Set(ctx context.Context, path string, data []byte, version int32) (zkclient.Stat, error) {
+	return s.c.Set(ctx, path, data, version)
+}
+
+// Delete deletes the node if its version is version (-1: any version). A
+// node with children is not deleted (zkclient.ErrNotEmpty); see DeleteTree.
+func (s *Session) Delete(ctx context.Context, path string, version int32) error {
+	s.stats.deletes.Add(1)
+	return s.c.Delete(ctx, path, version)
+}
+
+// DeleteTree deletes the node and everything under it, whatever the
+// versions, children first. Nodes that others create under it meanwhile
+// are deleted too, until none is left; a node already gone counts as
+// deleted, and a path that does not exist is an error wrapping
+// zkclient.ErrNoNode. It is not atomic: a failure (ErrNoAuth, a lost
+// session) can leave part of the tree. It costs one listing and one delete
+// per node.
+func (s *Session) DeleteTree(ctx context.Context, path string) error {
+	if _, err := s.stat(ctx, path); err != nil {
+		return err
+	}
+	return s.deleteTree(ctx, path)
+}
+
+func (s *Session) deleteTree(ctx context.Context, p string) error {
+	for {
+		kids, err := s.children(ctx, p)
+		if errors.Is(err, zkclient.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, k := range kids {
+			if err := s.deleteTree(ctx, join(p, k)); err != nil {
+				return err
+			}
+		}
+		err = s.remove(ctx, p)
+		if !errors.Is(err, zkclient.ErrNotEmpty) {
+			return err
+		}
+		// A child appeared since the listing: list again.
+	}
+}
+
+// Children returns the names of the node's children, sorted.
+func (s *Session) Children(ctx context.Context, path string) ([]string, error) {
+	kids, err := s.children(ctx, path)
+	slices.Sort(kids)
+	return kids, err
+}
+
+// Exists reports whether the node exists.
+func (s *Session) Exists(ctx context.Context, path string) (bool, error) {
+	_, err := s.stat(ctx, path)
+	if errors.Is(err, zkclient.ErrNoNode) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Stat returns the node's Stat, or an error wrapping zkclient.ErrNoNode.
+func (s *Session) Stat(ctx context.Context, path string) (zkclient.Stat, error) {
+	return s.stat(ctx, path)
+}
+
+// Sync makes the server this session is connected to catch up with the
+// ensemble's leader on path before answering, so that a read sent after
+// Sync returns sees every write the ensemble had applied when Sync was
+// sent (ZooKeeper's reads are otherwise only as fresh as the server).
+func (s *Session) Sync(ctx context.Context, path string) error {
+	return s.c.Sync(ctx, path)
+}
+
+// GetACL returns the node's ACL and Stat.
+func (s *Session) GetACL(ctx context.Context, path string) ([]zkclient.ACL, zkclient.Stat, error) {
+	var acl []zkclient.ACL
+	var st zkclient.Stat
+	err := retry(ctx, s, func() (err error) {
+		acl, st, err = s.c.GetACL(ctx, path)
+		return err
+	})
+	return acl, st, err
+}
+
+// SetACL replaces the node's ACL if its ACL version (Stat.Aversion) is
+// version (-1: any).
+func (s *Session) SetACL(ctx context.Context, path string, acl []zkclient.ACL, version int32) (zkclient.Stat, error) {
+	return s.c.SetACL(ctx, path, acl, version)
+}
+
+// Multi applies ops as one transaction: all of them, in order, or none. It
+// returns one result per op; when the transaction fails, the error names
+// the first op that failed and each result's Err says what happened to it.
+// Ops are made by the client (s.Client().CreateOp, SetOp, DeleteOp,
+// CheckOp) and by the recipes' holding checks (Mutex.HeldOp and the
+// like), which make a write conditional on still holding a lock.
+func (s *Session) Multi(ctx context.Context, ops ...zkclient.Op) ([]zkclient.OpResult, error) {
+	return s.c.Multi(ctx, ops...)
+}
+
+// GetW returns the node's data and Stat and sets a one-shot watch on it,
+// which fires once, when the node's data changes or the node is deleted.
+// The watch's channel never drops its event; Remove it when no longer
+// waiting. A missing node is an error wrapping zkclient.ErrNoNode, and no
+// watch is set.
+func (s *Session) GetW(ctx context.Context, path string) ([]byte, zkclient.Stat, *zkclient.Watch, error) {
+	var data []byte
+	var st zkclient.Stat
+	var w *zkclient.Watch
+	err := retry(ctx, s, func() (err error) {
+		s.stats.reads.Add(1)
+		data, st, w, err = s.c.GetW(ctx, path)
+		return err
+	})
+	return data, st, w, err
+}
+
+// ExistsW reports whether the node exists and sets a one-shot watch that
+// fires when it is created, changed or deleted.
+func (s *Session) ExistsW(ctx context.Context, path string) (zkclient.Stat, bool, *zkclient.Watch, error) {
+	var st zkclient.Stat
+	var ok bool
+	var w *zkclient.Watch
+	err := retry(ctx, s, func() (err error) {
+		s.stats.reads.Add(1)
+		st, ok, w, err = s.c.ExistsW(ctx, path)
+		return err
+	})
+	return st, ok, w, err
+}
+
+// ChildrenW returns the node's children, sorted, and sets a one-shot watch
+// that fires when a child is created or deleted, or the node is deleted.
+func (s *Session) ChildrenW(ctx context.Context, path string) ([]string, *zkclient.Watch, error) {
+	var kids []string
+	var w *zkclient.Watch
+	err := retry(ctx, s, func() (err error) {
+		s.stats.listings.Add(1)
+		kids, _, w, err = s.c.ChildrenW(ctx, path)
+		return err
+	})
+	slices.Sort(kids)
+	return kids, w, err
+}
+
+// AddWatch sets a persistent watch on path (ZooKeeper 3.6+): every change
+// of the node (with recursive, of every node under it too) is delivered,
+// in order, none dropped, until Remove or the session's end. It survives
+// reconnections. Node creations, data changes and deletions are reported;
+// a recursive watch reports no child-list changes (the creations and
+// deletions say it all).
+func (s *Session) AddWatch(ctx context.Context, path string, recursive bool) (*zkclient.PersistentWatch, error) {
+	var w *zkclient.PersistentWatch
+	err := retry(ctx, s, func() (err error) {
+		w, err = s.c.AddWatch(ctx, path, recursive)
+		return err
+	})
+	return w, err
+}

@@ -1,0 +1,107 @@
+package zkrecipes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zkserver"
+)
+
+// The Session reads and writes the program's own nodes on the connection
+// its recipes use.
+func ExampleSession_Create() {
+	srv, err := zkserver.Run() // an embedded server; use your ensemble's addresses
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := zkrecipes.NewSession(ctx, []string{srv.Addr()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+
+	if _, err := s.Create(ctx, "/app/config/db", []byte("primary"), zkrecipes.WithParents()); err != nil {
+		log.Fatal(err)
+	}
+	data, st, err := s.Get(ctx, "/app/config/db")
+	fmt.Println(string(data), st.Version, err)
+	// A write at a stale version changes nothing.
+	_, err = s.Set(ctx, "/app/config/db", []byte("replica"), 3)
+	fmt.Println(errors.Is(err, zkclient.ErrBadVersion))
+	kids, _ := s.Children(ctx, "/app/config")
+	fmt.Println(kids)
+	fmt.Println(s.DeleteTree(ctx, "/app"))
+	// Output:
+	// primary 0 <nil>
+	// true
+	// [db]
+	// <nil>
+}
+
+// A write made under a lock can be made conditional on still holding it,
+// in one transaction: a holder whose lock was taken from it (its node
+// deleted) writes nothing.
+func ExampleMutex_HeldOp() {
+	srv, err := zkserver.Run()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := zkrecipes.NewSession(ctx, []string{srv.Addr()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Create(ctx, "/app/report", nil, zkrecipes.WithParents()); err != nil {
+		log.Fatal(err)
+	}
+
+	m := zkrecipes.NewMutex(s, "/app/report-lock")
+	if err := m.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer m.Unlock(ctx)
+	c := s.Client()
+	_, err = s.Multi(ctx, m.HeldOp(), c.SetOp("/app/report", []byte("done"), -1))
+	fmt.Println(err)
+	// Output:
+	// <nil>
+}
+
+// States tells a program when to pause (Suspended), when its holdings are
+// gone (Lost), and when it may go on (Reconnected).
+func ExampleSession_States() {
+	srv, err := zkserver.Run()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := zkrecipes.NewSession(ctx, []string{srv.Addr()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	states := s.States()
+	s.Close()
+	for {
+		ev, err := states.Next(ctx)
+		if err != nil {
+			break // the stream ends after the final state
+		}
+		fmt.Println(ev.State)
+	}
+	// Output:
+	// lost
+	// closed
+}
