@@ -64,7 +64,7 @@ leader's Campaign returning.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&f.candidates, "candidates", 20, "candidates campaigning at once")
+	fl.IntVar(&f.candidates, "candidates", 50, "candidates campaigning at once")
 	fl.IntVar(&f.failovers, "failovers", 5, "leaders killed, one after the other")
 	f.output.flags(cmd, "")
 	return cmd
