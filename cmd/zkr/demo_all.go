@@ -30,7 +30,7 @@ type allSizes struct {
 	payload  payloadConfig
 }
 
-// modestSizes take about half a minute in all on the embedded server;
+// modestSizes take about 15 seconds in all on the embedded server;
 // quickSizes a few seconds, and still show each effect.
 var (
 	modestSizes = allSizes{
@@ -57,7 +57,7 @@ func (a *app) newAllCmd() *cobra.Command {
 		Use:   "all",
 		Short: "Run every scenario at modest sizes and write one Markdown report with its plots",
 		Long: `Run herd, race, crash, watches, election and payload one after the other, at
-modest sizes (about half a minute on the embedded server; --quick: a few
+modest sizes (about 15 seconds on the embedded server; --quick: a few
 seconds, still showing each effect), and write --out/report.md: each scenario's
 claim, its table, and its plot (herd.svg, race.svg, crash.svg, watches.svg
 beside the report). --json prints every scenario's results as one JSON object

@@ -392,8 +392,9 @@ func (r *payloadReport) print(w io.Writer) {
 		fmt.Fprintln(w, `
 These are a single node's figures, in memory: nothing was replicated or synced
 to disk. On a 3-member ensemble every write also goes to 2 followers and into 3
-transaction logs, each synced before the write is acknowledged: run it with
---servers naming one.`)
+transaction logs (a quorum of them synced to disk before the write is
+acknowledged), and stays among each member's last 500 transactions in memory:
+run it with --servers naming one.`)
 	} else {
 		fmt.Fprintln(w, `
 TO FOLLOWERS, TO TXN LOGS: the value bytes the leader sends to its followers
