@@ -242,3 +242,20 @@ func (env *demoEnv) client(ctx context.Context, servers []string, timeout time.D
 
 // ms is a duration in milliseconds, for plots.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// awaitChildren waits until dir exists with at least n children. It polls,
+// setting no watch: the callers' clients watch dir in other ways.
+func awaitChildren(ctx context.Context, c *zkclient.Client, dir string, n int) error {
+	for {
+		kids, _, err := c.Children(ctx, dir)
+		if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
+			return err
+		}
+		if len(kids) >= n {
+			return nil
+		}
+		if err := sleepCtx(ctx, 2*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}

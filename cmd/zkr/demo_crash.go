@@ -255,26 +255,11 @@ func crashOne(ctx context.Context, env *demoEnv, recipe, path string, timeout ti
 	if err := ensureDir(ctx, obs, path); err != nil {
 		return run, err
 	}
-	pw, err := obs.AddWatch(ctx, path, true)
+	deleted, stopWatching, err := watchDeletions(ctx, obs, path)
 	if err != nil {
 		return run, err
 	}
-	type seen struct {
-		ev zkclient.Event
-		at time.Time
-	}
-	events := make(chan seen, 1024)
-	go func() {
-		for {
-			ev, err := pw.Next(context.Background())
-			if err != nil {
-				close(events)
-				return
-			}
-			events <- seen{ev, time.Now()}
-		}
-	}()
-	defer pw.Remove(context.Background())
+	defer stopWatching()
 	reg, err := newRegister(ctx, obs, path+"-register")
 	if err != nil {
 		return run, err
@@ -331,7 +316,7 @@ func crashOne(ctx context.Context, env *demoEnv, recipe, path string, timeout ti
 			}
 		}()
 		// One at a time, so that they queue in order.
-		if err := crashQueued(ctx, obs, path, i+2); err != nil {
+		if err := awaitChildren(ctx, obs, path, i+2); err != nil {
 			return run, err
 		}
 	}
@@ -357,9 +342,7 @@ func crashOne(ctx context.Context, env *demoEnv, recipe, path string, timeout ti
 	for i, w := range ws {
 		before[i] = w.c.Notifications()
 	}
-	for len(events) > 0 {
-		<-events
-	}
+	deleted()
 
 	// Power loss.
 	t0 := time.Now()
@@ -389,12 +372,8 @@ func crashOne(ctx context.Context, env *demoEnv, recipe, path string, timeout ti
 	for i, w := range ws {
 		run.Notified = append(run.Notified, crashNotice{Waiter: w.name, Node: nodeOf(nodes, w.name), Events: w.c.Notifications() - before[i]})
 	}
-	for len(events) > 0 {
-		e := <-events
-		if e.ev.Type == zkclient.EventNodeDeleted && strings.HasPrefix(e.ev.Path, path+"/") {
-			name := e.ev.Path[len(path)+1:]
-			run.Deleted = append(run.Deleted, crashNode{Node: name, Owner: nodes[name], At: e.at.Sub(t0)})
-		}
+	for _, d := range deleted() {
+		run.Deleted = append(run.Deleted, crashNode{Node: d.node, Owner: nodes[d.node], At: d.at.Sub(t0)})
 	}
 
 	// The next holder writes; then A, paused all along, wakes and writes.
@@ -402,20 +381,10 @@ func crashOne(ctx context.Context, env *demoEnv, recipe, path string, timeout ti
 	if err := crashWrite(ctx, reg, recipe, run.NewToken, next.w.name); err != nil {
 		return run, err
 	}
-	run.LateWrite = "accepted"
-	if recipe == crashOurs {
-		ok, _, err := reg.fencedWrite(ctx, run.OldToken, "A (late)")
-		if err != nil {
-			return run, err
-		}
-		if !ok {
-			run.LateWrite = "refused"
-		}
-	} else if err := reg.plainWrite(ctx, "A (late)"); err != nil {
+	if run.LateWrite, err = crashLateWrite(ctx, reg, recipe, run.OldToken); err != nil {
 		return run, err
 	}
-	_, run.Register, _, err = reg.read(ctx)
-	if err != nil {
+	if _, run.Register, _, err = reg.read(ctx); err != nil {
 		return run, err
 	}
 	if told != nil {
@@ -446,20 +415,66 @@ func crashWrite(ctx context.Context, reg *register, recipe string, token int64, 
 	return err
 }
 
-// crashQueued waits until path has n children.
-func crashQueued(ctx context.Context, c *zkclient.Client, path string, n int) error {
-	for {
-		kids, _, err := c.Children(ctx, path)
-		if err != nil {
-			return err
-		}
-		if len(kids) >= n {
-			return nil
-		}
-		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
-			return err
-		}
+// crashLateWrite is the old holder's write after its successor's: with its
+// token (zkrecipes), or without (hand-rolled). It returns "refused" or
+// "accepted".
+func crashLateWrite(ctx context.Context, reg *register, recipe string, token int64) (string, error) {
+	if recipe != crashOurs {
+		return "accepted", reg.plainWrite(ctx, "A (late)")
 	}
+	ok, _, err := reg.fencedWrite(ctx, token, "A (late)")
+	if err != nil || ok {
+		return "accepted", err
+	}
+	return "refused", nil
+}
+
+// deletion is a node deleted, and when it was seen to go.
+type deletion struct {
+	node string
+	at   time.Time
+}
+
+// watchDeletions records the children of dir deleted from now on, through
+// a persistent recursive watch of c (so c must set no one-shot watch on
+// dir: on ZooKeeper 3.8 that would replace it). take returns the
+// deletions recorded since its last call; stop removes the watch.
+func watchDeletions(ctx context.Context, c *zkclient.Client, dir string) (take func() []deletion, stop func(), err error) {
+	pw, err := c.AddWatch(ctx, dir, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		mu   sync.Mutex
+		seen []deletion
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for {
+			ev, err := pw.Next(context.Background())
+			if err != nil {
+				return
+			}
+			if name, ok := strings.CutPrefix(ev.Path, dir+"/"); ok && ev.Type == zkclient.EventNodeDeleted {
+				mu.Lock()
+				seen = append(seen, deletion{name, time.Now()})
+				mu.Unlock()
+			}
+		}
+	}()
+	take = func() []deletion {
+		mu.Lock()
+		defer mu.Unlock()
+		out := seen
+		seen = nil
+		return out
+	}
+	stop = func() {
+		pw.Remove(context.Background())
+		<-done
+	}
+	return take, stop, nil
 }
 
 // crashOwners names path's children by their owners' names.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -197,7 +196,7 @@ func electionOne(ctx context.Context, env *demoEnv, recipe, dir string, cfg elec
 			}
 			leaders <- elected{c, time.Now()}
 		}()
-		return electionQueued(ctx, admin, dir, len(live))
+		return awaitChildren(ctx, admin, dir, len(live))
 	}
 	for range cfg.candidates {
 		if err := join(); err != nil {
@@ -260,22 +259,6 @@ func electionCounts(cs []*candidate) (events, listings int64) {
 		listings += c.listings()
 	}
 	return events, listings
-}
-
-// electionQueued waits until dir has n children.
-func electionQueued(ctx context.Context, c *zkclient.Client, dir string, n int) error {
-	for {
-		kids, _, err := c.Children(ctx, dir)
-		if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
-			return err
-		}
-		if len(kids) >= n {
-			return nil
-		}
-		if err := sleepCtx(ctx, 2*time.Millisecond); err != nil {
-			return err
-		}
-	}
 }
 
 // electionReady waits until every candidate but the leader has set its
