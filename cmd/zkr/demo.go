@@ -1,147 +1,102 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/zkrecipes/zkrecipes/internal/bench"
+	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// demoFlags are zkr demo's options.
-type demoFlags struct {
-	clients int
-	sweep   string
-	rounds  int
-	json    bool
-	plot    string
-}
-
-// defaultSweep is the sweep drawn by --plot without --sweep.
-const defaultSweep = "10,50,100,200,500"
+// scenarios are zkr demo's subcommands, the default first.
+var scenarios = []string{"herd", "race", "crash", "watches", "election", "payload", "all"}
 
 func (a *app) newDemoCmd() *cobra.Command {
-	var f demoFlags
+	var f herdFlags
 	cmd := &cobra.Command{
-		Use:   "demo",
-		Short: "Measure the herd effect: a naive lock against the predecessor-watching one",
-		Long: `Queue --clients sessions on one lock, twice: once with zkrecipes' Mutex, where
-each waiter watches only the node just before its own, and once with a naive lock
-where every waiter watches the lock's children, so that every change wakes every
-waiter (the herd effect). The naive lock is written only for this demonstration
-(internal/bench); never use it.
+		Use:   "demo [herd|race|crash|watches|election|payload|all]",
+		Short: "Reproduce, and measure, what ZooKeeper recipes get right and hand-rolled ones get wrong",
+		Long: `Each scenario runs zkrecipes and the naive or hand-rolled version that people
+write, side by side in the same run, and measures the difference:
 
-For each, the table shows the watch events delivered to all clients per release
-of the lock, the listings of the queue per release, the throughput, and the 50th
-and 99th percentile of the time a client waited for the lock. Each client
-acquires the lock --rounds times.
+  herd      (the default) one lock, many waiters: watching the predecessor wakes
+            one waiter per release, watching the parent wakes them all, and slows
+            an unrelated client down
+  race      the gap between listing the queue and setting the watch: a lock that
+            does not handle "the predecessor is already gone" hangs forever
+  crash     a holder loses power: when the next holder gets the lock against the
+            session timeout, which nodes go, who is told, and the fencing token
+            refusing the old holder's late write
+  watches   a node changed rapidly under a slow watcher: one-shot watches with a
+            re-read against a persistent watch
+  election  the leader killed again and again: watch events per failover with the
+            chain of predecessors, and when every candidate watches the leader
+  payload   1 KB against 400 KB values, and the server refusing a value above
+            1 MB (jute.maxbuffer)
+  all       every scenario at modest sizes, into one Markdown report with plots
 
---sweep runs both recipes for each number of clients in a list, and --plot FILE
-draws events per release against the number of clients (FILE ending in .svg or
-.png; without --sweep the sweep is ` + defaultSweep + `).
+Each prints a table (--json for JSON) and shows a progress bar on a terminal;
+some draw a plot (--plot FILE.svg or .png). The hand-rolled versions live in
+zkr only, written to be shown failing: never use them.
 
-With --servers (or $ZKR_SERVERS), the demo runs there; the server must accept as
-many connections from this host as there are clients (maxClientCnxns). Without
-them it runs on zkrecipes' embedded ZooKeeper-compatible server (zkserver,
-inside this process: no Java needed), and says so on stderr. The workloads
-connect in plain text without credentials: --tls-ca, --tls-cert, --tls-key and
---auth are refused with --servers and do not apply without.`,
+With --servers (or $ZKR_SERVERS) a scenario runs there; the server must accept
+as many connections from this host as the scenario opens (maxClientCnxns).
+Without them it runs on zkrecipes' embedded ZooKeeper-compatible server
+(zkserver, a single node inside this process: no Java needed), and says so on
+stderr. The workloads connect in plain text without credentials: --tls-ca,
+--tls-cert, --tls-key and --auth are refused with --servers and do not apply
+without.
+
+Without a scenario, zkr demo runs herd, with herd's flags.`,
 		Example: `  zkr demo
-  zkr demo --clients 50
-  zkr demo --sweep 10,50,100 --plot herd.svg
-  zkr demo --servers zk1:2181 --json`,
-		Args: noArgs,
+  zkr demo race
+  zkr demo crash --timeouts 2s,4s --plot crash.svg
+  zkr demo all --out report
+  zkr demo election --servers zk1:2181,zk2:2181,zk3:2181 --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown scenario %q (want one of %s)", args[0], strings.Join(scenarios, ", "))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.demo(cmd, f)
+			return a.herd(cmd, f)
 		},
 	}
-	fl := cmd.Flags()
-	fl.IntVar(&f.clients, "clients", 200, "sessions queueing on the lock")
-	fl.StringVar(&f.sweep, "sweep", "", "comma-separated numbers of clients to run both recipes with, instead of --clients")
-	fl.IntVar(&f.rounds, "rounds", 1, "acquisitions per client")
-	fl.BoolVar(&f.json, "json", false, "print the results as JSON instead of a table")
-	fl.StringVar(&f.plot, "plot", "", "draw events per release against clients into this .svg or .png file")
+	addHerdFlags(cmd, &f)
+	cmd.AddCommand(a.newHerdCmd(), a.newRaceCmd(), a.newCrashCmd(), a.newWatchesCmd(),
+		a.newElectionCmd(), a.newPayloadCmd(), a.newAllCmd())
 	return cmd
 }
 
-// demoReport is what zkr demo --json prints.
-type demoReport struct {
-	Servers []string       `json:"servers"`
-	Rounds  int            `json:"rounds"`
-	Runs    []bench.Result `json:"runs"`
+// output is how a scenario shows its results: --json and --plot.
+type output struct {
+	json bool
+	plot string
 }
 
-func (a *app) demo(cmd *cobra.Command, f demoFlags) error {
-	ns := []int{f.clients}
-	switch {
-	case f.sweep != "" && cmd.Flags().Changed("clients"):
-		return usagef("use --clients or --sweep, not both")
-	case f.sweep != "":
-		var err error
-		if ns, err = parseList("sweep", f.sweep); err != nil {
-			return err
-		}
-	case f.plot != "":
-		ns, _ = parseList("sweep", defaultSweep)
+func (o *output) flags(cmd *cobra.Command, plot string) {
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the results as JSON instead of a table")
+	if plot != "" {
+		cmd.Flags().StringVar(&o.plot, "plot", "", plot+" into this .svg or .png file")
 	}
-	for _, n := range ns {
-		if n < 2 {
-			return usagef("%d clients: the herd needs at least 2", n)
-		}
-	}
-	if f.rounds < 1 {
-		return usagef("--rounds %d: must be at least 1", f.rounds)
-	}
-	if f.plot != "" {
-		if err := checkPlotFile(f.plot); err != nil {
-			return err
-		}
-	}
+}
 
-	sigs := catchSignals()
-	defer sigs.release()
-	ctx, stopSignals := sigs.cancelOn(cmd.Context())
-	interrupted := func(err error) error {
-		if sig := stopSignals(); sig != nil {
-			return signalled(sig, "running the demo")
-		}
-		return err
+// check refuses, before any run, a plot file zkr cannot write.
+func (o *output) check() error {
+	if o.plot == "" {
+		return nil
 	}
-	servers, root, stop, err := a.measureServers(ctx, cmd, true, zktest.Options{})
-	if err != nil {
-		return interrupted(err)
-	}
-	defer stop()
-
-	var cases []benchCase
-	for _, n := range ns {
-		for _, r := range []string{"zkrecipes", "naive"} {
-			cases = append(cases, benchCase{recipe: r, clients: n, acquisitions: n * f.rounds})
-		}
-	}
-	results, err := a.measure(ctx, cmd, servers, root, cases)
-	if err != nil {
-		return interrupted(err)
-	}
-	stopSignals()
-	if f.plot != "" {
-		if err := plotHerd(f.plot, results); err != nil {
-			return withCode(exitFailure, fmt.Errorf("--plot: %w", err))
-		}
-		fmt.Fprintf(a.stderr, "%s: wrote %s\n", cmd.CommandPath(), f.plot)
-	}
-	if f.json {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(demoReport{Servers: servers, Rounds: f.rounds, Runs: results})
-	}
-	printDemo(a, results, f.rounds)
-	return nil
+	return checkPlotFile(o.plot)
 }
 
 // checkPlotFile refuses a plot file zkr cannot write, before any run.
@@ -154,32 +109,153 @@ func checkPlotFile(name string) error {
 	return nil
 }
 
-func printDemo(a *app, results []bench.Result, rounds int) {
-	w := a.stdout
-	fmt.Fprintf(w, "The herd effect: clients queue on one lock and each acquires it %d time(s).\n\n", rounds)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RECIPE\tCLIENTS\tEVENTS/RELEASE\tLISTINGS/RELEASE\tACQ/S\tWAIT P50\tWAIT P99")
-	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.0f\t%s\t%s\n", demoLabel(r.Recipe), r.Contenders,
-			fmtPer(r.EventsPerRelease), fmtPer(r.ListingsPerRelease), r.PerSecond, fmtDur(r.WaitP50), fmtDur(r.WaitP99))
-	}
-	tw.Flush()
-	fmt.Fprint(w, `
-EVENTS/RELEASE: watch events delivered to all clients per release of the lock.
-LISTINGS/RELEASE: listings of the queue per release, counting each client's
-first listing on arrival. Watching its predecessor, a release wakes one waiter,
-which lists the queue once. Watching the parent, every change wakes every
-waiter, and every waiter lists the queue again: the herd.
-`)
+// finding is what a scenario found: a table for people, JSON for programs,
+// and, for some, a plot.
+type finding interface {
+	print(w io.Writer)
 }
 
-// demoLabel names the demo's workloads by how their waiters watch.
-func demoLabel(recipe string) string {
-	switch recipe {
-	case "zkrecipes":
-		return "predecessor watch (zkrecipes Mutex)"
-	case "naive":
-		return "naive: all watch the parent (demo only)"
+// drawable is a report that can draw itself.
+type drawable interface {
+	finding
+	plot(file string) error
+}
+
+// emit writes the plot, if asked for, then the table or the JSON.
+func (o *output) emit(env *demoEnv, r finding) error {
+	if o.plot != "" {
+		p, ok := r.(drawable)
+		if !ok {
+			return fmt.Errorf("%s draws no plot", env.cmd.CommandPath())
+		}
+		if err := p.plot(o.plot); err != nil {
+			return withCode(exitFailure, fmt.Errorf("--plot: %w", err))
+		}
+		fmt.Fprintf(env.a.stderr, "%s: wrote %s\n", env.cmd.CommandPath(), o.plot)
 	}
-	return label(recipe)
+	if o.json {
+		enc := json.NewEncoder(env.a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	r.print(env.a.stdout)
+	return nil
+}
+
+// demoEnv is where a scenario runs: the servers, and the tool's streams.
+type demoEnv struct {
+	a       *app
+	cmd     *cobra.Command
+	servers []string
+	root    string // the chroot of the user's servers ("" if none), under which the paths go
+	// embedded is set when the scenario runs on the embedded server, a
+	// single node.
+	embedded bool
+}
+
+// where says, in a report, what the scenario ran on.
+type where struct {
+	Servers  []string `json:"servers"`
+	Embedded bool     `json:"embedded"` // on zkr's embedded server, a single node
+}
+
+func (env *demoEnv) where() where { return where{Servers: env.servers, Embedded: env.embedded} }
+
+// describe says what the scenario ran on, for a table's heading.
+func (w where) describe() string {
+	if w.Embedded {
+		return "the embedded server (zkserver, one node, in this process)"
+	}
+	return "ZooKeeper at " + strings.Join(w.Servers, ",")
+}
+
+// scenario runs fn on the demo's servers: the user's, or the embedded
+// server started for it. The first signal cancels fn's context.
+func (a *app) scenario(cmd *cobra.Command, fn func(ctx context.Context, env *demoEnv) error) error {
+	sigs := catchSignals()
+	defer sigs.release()
+	ctx, stopSignals := sigs.cancelOn(cmd.Context())
+	interrupted := func(err error) error {
+		if sig := stopSignals(); sig != nil {
+			return signalled(sig, "running the demo")
+		}
+		return err
+	}
+	_, _, chosen, err := a.serverList()
+	if err != nil {
+		return err
+	}
+	servers, root, stop, err := a.measureServers(ctx, cmd, true, zktest.Options{})
+	if err != nil {
+		return interrupted(err)
+	}
+	defer stop()
+	env := &demoEnv{a: a, cmd: cmd, servers: servers, root: root, embedded: !chosen}
+	err = fn(ctx, env)
+	var e *exitError
+	if err != nil && !errors.As(err, &e) {
+		err = withCode(exitFailure, err)
+	}
+	return interrupted(err)
+}
+
+// path returns a fresh path for one run of the scenario named.
+func (env *demoEnv) path(name string) string {
+	return fmt.Sprintf("%s/zkr-demo/%s-%d", env.root, name, time.Now().UnixNano())
+}
+
+// progress starts the progress display of total steps.
+func (env *demoEnv) progress(total int) *progress {
+	return newProgress(env.a.stderr, env.cmd.CommandPath(), total)
+}
+
+// connectTimeout bounds each of a scenario's connections.
+const connectTimeout = 30 * time.Second
+
+// session opens a zkrecipes session on servers (the scenario's if nil).
+func (env *demoEnv) session(ctx context.Context, servers []string, timeout time.Duration, opts ...zkrecipes.SessionOption) (*zkrecipes.Session, error) {
+	if servers == nil {
+		servers = env.servers
+	}
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	s, err := zkrecipes.NewSession(cctx, servers, append([]zkrecipes.SessionOption{zkrecipes.WithSessionTimeout(timeout)}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", strings.Join(servers, ","), err)
+	}
+	return s, nil
+}
+
+// client opens a plain zkclient session on servers (the scenario's if nil).
+func (env *demoEnv) client(ctx context.Context, servers []string, timeout time.Duration, opts ...zkclient.Option) (*zkclient.Client, error) {
+	if servers == nil {
+		servers = env.servers
+	}
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	c, err := zkclient.Connect(cctx, servers, append([]zkclient.Option{zkclient.WithSessionTimeout(timeout)}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", strings.Join(servers, ","), err)
+	}
+	return c, nil
+}
+
+// ms is a duration in milliseconds, for plots.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// awaitChildren waits until dir exists with at least n children. It polls,
+// setting no watch: the callers' clients watch dir in other ways.
+func awaitChildren(ctx context.Context, c *zkclient.Client, dir string, n int) error {
+	for {
+		kids, _, err := c.Children(ctx, dir)
+		if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
+			return err
+		}
+		if len(kids) >= n {
+			return nil
+		}
+		if err := sleepCtx(ctx, 2*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }

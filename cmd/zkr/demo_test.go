@@ -21,8 +21,8 @@ func demoRow(t *testing.T, out, prefix string) (clients int, events float64) {
 			continue
 		}
 		f := regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(l), -1)
-		if len(f) != 7 {
-			t.Fatalf("row %q has %d columns, want 7", l, len(f))
+		if len(f) != 9 {
+			t.Fatalf("row %q has %d columns, want 9", l, len(f))
 		}
 		clients, err := strconv.Atoi(f[1])
 		if err != nil {
@@ -72,12 +72,15 @@ func TestDemoPlotAndJSON(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
 	}
-	var rep demoReport
+	var rep herdReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("--json: %v\n%s", err, r.stdout)
 	}
 	if len(rep.Runs) != 4 {
 		t.Fatalf("--json: %d runs, want 4 (2 recipes x 2 sizes)", len(rep.Runs))
+	}
+	if len(rep.Bystander) != len(rep.Runs) || rep.BystanderAlone.Reads == 0 || rep.BystanderAlone.ReadP99 <= 0 {
+		t.Errorf("--json: bystander %+v alone %+v, want one entry per run and reads alone", rep.Bystander, rep.BystanderAlone)
 	}
 	for _, run := range rep.Runs {
 		if run.Acquisitions != run.Contenders || run.PerSecond <= 0 || run.EventsPerRelease <= 0 {

@@ -7,7 +7,8 @@
 //	zkr members PATH [--watch]            list (and follow) the members of a group
 //	zkr join PATH --id ID [-- COMMAND]    be a member of a group while COMMAND runs
 //	zkr inspect PATH                      show the queue of a lock or election
-//	zkr demo                              measure the herd effect, naive lock against ours
+//	zkr demo [SCENARIO]                   zkrecipes against hand-rolled recipes, measured: herd
+//	                                      (default), race, crash, watches, election, payload, all
 //	zkr bench                             lock throughput and handoff latency
 //	zkr server [--addr A] [--tick D]      run the embedded ZooKeeper-compatible server
 //

@@ -21,6 +21,9 @@ type benchCase struct {
 	clients      int
 	acquisitions int
 	chain        bool // see bench.Config.Chain
+	// around, if set, is started with the run and stopped after it (the
+	// demo's bystander).
+	around func(ctx context.Context) (stop func())
 }
 
 // measure runs the cases one after the other on servers, each on a path of
@@ -36,6 +39,10 @@ func (a *app) measure(ctx context.Context, cmd *cobra.Command, servers []string,
 	for _, c := range cases {
 		p.run(fmt.Sprintf("%s, clients=%d", label(c.recipe), c.clients))
 		rctx, stop := p.watchdog(ctx, stallLimit)
+		stopAround := func() {}
+		if c.around != nil {
+			stopAround = c.around(rctx)
+		}
 		r, err := bench.Run(rctx, c.recipe, bench.Config{
 			Servers:      servers,
 			Path:         fmt.Sprintf("%s/zkr-%s/%s-%d-%d", root, cmd.Name(), c.recipe, c.clients, time.Now().UnixNano()),
@@ -44,6 +51,7 @@ func (a *app) measure(ctx context.Context, cmd *cobra.Command, servers []string,
 			Progress:     p.step,
 			Chain:        c.chain,
 		})
+		stopAround()
 		cause := context.Cause(rctx)
 		stop()
 		switch {
