@@ -47,6 +47,8 @@ type Semaphore struct {
 	data   []byte // each lease node's data (WithNodeData)
 	locks  queue
 	leases queue
+
+	afterCheck func() // test hook: runs after TryAcquire's read-only check
 }
 
 // NewSemaphore returns a Semaphore with n permits on path for the session s.
@@ -126,6 +128,9 @@ func (m *Semaphore) acquire(ctx context.Context, try bool) (*ticket, error) {
 		// acquirer is queued for the mutex.
 		if busy, err := m.busy(ctx); err != nil || busy {
 			return nil, cmp.Or(err, ErrLocked)
+		}
+		if m.afterCheck != nil {
+			m.afterCheck()
 		}
 	}
 	lock, err := m.locks.enter(ctx, mutexKind, nil)

@@ -427,3 +427,57 @@ func TestSemaphoreLeaseNodeDeleted(t *testing.T) {
 	must(t, l2.Release(ctx), "Release")
 	e.empty(leases)
 }
+
+// TestSemaphoreTryAcquireRace: the permits are taken between TryAcquire's
+// read-only look and its writes. It still gives up at once with ErrLocked,
+// leaving nothing: when its own lease node turns out to be one too many,
+// and when another acquirer now waits holding the semaphore's mutex.
+func TestSemaphoreTryAcquireRace(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, time.Minute)
+	for _, waiter := range []bool{false, true} {
+		path := fmt.Sprintf("%s/sem-%v", e.path, waiter)
+		leases := path + "/leases"
+		x := zkrecipes.NewSemaphore(e.session(), path, 1)
+		var (
+			lx, ly *zkrecipes.Lease
+			doneY  <-chan error
+		)
+		try := zkrecipes.NewSemaphore(e.session(), path, 1)
+		zkrecipes.SetAfterCheck(try, func() {
+			var err error
+			lx, err = x.Acquire(ctx)
+			must(t, err, "x: Acquire in the gap")
+			if waiter {
+				y := zkrecipes.NewSemaphore(e.session(), path, 1)
+				doneY = async(func() (err error) {
+					ly, err = y.Acquire(ctx)
+					return err
+				})
+				e.waitFor("y to wait holding the mutex", func() bool { return len(e.children(leases)) == 2 })
+			}
+		})
+		// Bounded: a TryAcquire that waited instead would end with the
+		// deadline, not ErrLocked.
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := try.TryAcquire(tctx)
+		cancel()
+		if !errors.Is(err, zkrecipes.ErrLocked) {
+			t.Errorf("waiter=%v: TryAcquire whose permit was taken in the gap = %v, want ErrLocked", waiter, err)
+		}
+		want := 1
+		if waiter {
+			want = 2
+		}
+		if n := len(e.children(leases)); n != want {
+			t.Errorf("waiter=%v: %d lease nodes after the refused TryAcquire, want %d", waiter, n, want)
+		}
+		must(t, lx.Release(ctx), "x: Release")
+		if waiter {
+			must(t, result(t, doneY, "y's Acquire"), "y: Acquire")
+			must(t, ly.Release(ctx), "y: Release")
+		}
+		e.empty(leases)
+		e.empty(path + "/locks")
+	}
+}
