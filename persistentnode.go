@@ -80,15 +80,15 @@ type PersistentNode struct {
 
 	opMu sync.Mutex // serialises creates and SetData's writes, so a re-creation carries the latest data
 
-	mu     sync.Mutex
-	s      *Session
+	mu      sync.Mutex
+	s       *Session
 	actual  string // the node's path once made (with its sequence number)
 	present bool   // the node was last seen there, ours
-	prefix string // protected prefix of a sequential node's first create
-	data   []byte
-	owned  []*Session // sessions renew returned
-	err    error      // why run stopped
-	closed bool
+	prefix  string // protected prefix of a sequential node's first create
+	data    []byte
+	owned   []*Session // sessions renew returned
+	err     error      // why run stopped
+	closed  bool
 }
 
 // CreatePersistentNode creates the node at path with data on the session s
@@ -215,8 +215,11 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 }
 
 // Close stops keeping the node and deletes it (unless it is now another
-// session's ephemeral node), even if ctx is already cancelled, then closes
-// the sessions WithSessionRenewal made. A node that cannot be deleted
+// session's ephemeral node; a container that has children is left to the
+// server, which removes it once they are gone), even if ctx is already
+// cancelled, then closes the sessions WithSessionRenewal made. (Once the
+// session is over, without renewal, there is no session to delete a
+// persistent node with: it stays.) A node that cannot be deleted
 // within the session timeout goes with its session if it is ephemeral;
 // Close returns that error. Closing again returns nil.
 func (n *PersistentNode) Close(ctx context.Context) error {
@@ -241,6 +244,9 @@ func (n *PersistentNode) Close(ctx context.Context) error {
 			e = s.remove(cctx, p)
 		}
 		cancel()
+		if n.mode == zkclient.Container && errors.Is(e, zkclient.ErrNotEmpty) {
+			e = nil // the server removes it once it is empty
+		}
 		if e != nil && !errors.Is(e, zkclient.ErrNoNode) {
 			err = fmt.Errorf("zkrecipes: delete persistent node %s: %w", p, e)
 		}
@@ -534,4 +540,136 @@ func existsStatW(ctx context.Context, s *Session, p string) (st zkclient.Stat, o
 	})
 	w.s = s
 	return st, ok, w, err
+}
+
+// ttlTouchName is the name of the child that keeps a PersistentTTLNode
+// alive, as in Curator's PersistentTtlNode.
+const ttlTouchName = "touch"
+
+// PersistentTTLNode is a node that lives as long as a process keeps it and
+// for about a TTL after, in Apache Curator's PersistentTtlNode layout: a
+// PersistentNode of the Container kind at the path, holding the data, and
+// under it a child "touch" created with a TTL (PersistentWithTTL), whose
+// data is written again every half TTL. Once nobody touches it, the server
+// removes the child when its TTL has passed since its last change, and
+// then the empty container (both at its container check, every minute by
+// default). The node may be watched like any other: the touches change
+// only the child, so they fire no watch on the node itself.
+//
+// The server must allow TTL nodes (zookeeper.extendedTypesEnabled=true);
+// otherwise CreatePersistentTTLNode fails with an error wrapping
+// zkclient.ErrUnimplemented. Keeping the node costs a PersistentNode's
+// watch and goroutine, one goroutine more, and a write every half TTL.
+//
+// A PersistentTTLNode is safe for concurrent use.
+type PersistentTTLNode struct {
+	n      *PersistentNode
+	ttl    time.Duration
+	touch  string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// CreatePersistentTTLNode creates the node at path with data and its touch
+// child on the session s, and keeps both until Close. Of the options,
+// WithSessionRenewal applies; WithNodeMode is refused (the node is a
+// container). It returns once both exist, or with an error (ctx ended, no
+// TTL support) leaving nothing behind.
+func CreatePersistentTTLNode(ctx context.Context, s *Session, path string, ttl time.Duration, data []byte, opts ...NodeOption) (*PersistentTTLNode, error) {
+	cfg := nodeConfig{mode: -1}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.mode != -1:
+		return nil, fmt.Errorf("zkrecipes: persistent TTL node %s: %w: a create mode", path, ErrInvalidArgument)
+	case ttl < 2*time.Millisecond:
+		return nil, fmt.Errorf("zkrecipes: persistent TTL node %s: %w: TTL %v", path, ErrInvalidArgument, ttl)
+	}
+	cfg.mode = zkclient.Container
+	n, err := newPersistentNode(s, path, data, cfg).start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t := &PersistentTTLNode{n: n, ttl: ttl, touch: path + "/" + ttlTouchName, done: make(chan struct{})}
+	if err := t.touchOnce(ctx); err != nil {
+		// The container goes too, when Close deletes it.
+		n.Close(ctx)
+		return nil, fmt.Errorf("zkrecipes: create persistent TTL node %s: %w", path, err)
+	}
+	n.keep = true // from now on Close leaves it to expire
+	bctx, cancel := context.WithCancel(context.Background())
+	t.cancel = cancel
+	go t.run(bctx)
+	return t, nil
+}
+
+// run touches the child every half TTL until ctx ends or the node is no
+// longer kept.
+func (t *PersistentTTLNode) run(ctx context.Context) {
+	defer close(t.done)
+	tick := time.NewTicker(t.ttl / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		case <-t.n.Done():
+			return
+		}
+		if err := t.touchOnce(ctx); err != nil && ctx.Err() == nil {
+			t.n.Session().log.Warn("zkrecipes: touching a persistent TTL node failed", "path", t.touch, "err", err)
+		}
+	}
+}
+
+// touchOnce writes the touch child, or creates it with the TTL if it is
+// missing. A missing parent is no error: the PersistentNode makes it
+// again, and the next touch then makes the child.
+func (t *PersistentTTLNode) touchOnce(ctx context.Context) error {
+	s := t.n.Session()
+	_, err := s.setData(ctx, t.touch, nil, -1)
+	if !errors.Is(err, zkclient.ErrNoNode) {
+		return err
+	}
+	err = retry(ctx, s, func() error {
+		s.stats.creates.Add(1)
+		_, err := s.c.CreateTTL(ctx, t.touch, nil, zkclient.PersistentWithTTL, s.acl, t.ttl)
+		return err
+	})
+	if errors.Is(err, zkclient.ErrNodeExists) || errors.Is(err, zkclient.ErrNoNode) {
+		return nil
+	}
+	return err
+}
+
+// Path returns the node's path.
+func (t *PersistentTTLNode) Path() string { return t.n.Path() }
+
+// Data returns the data the node is kept with.
+func (t *PersistentTTLNode) Data() []byte { return t.n.Data() }
+
+// SetData replaces the node's data, as PersistentNode.SetData does.
+func (t *PersistentTTLNode) SetData(ctx context.Context, data []byte) error {
+	return t.n.SetData(ctx, data)
+}
+
+// Done returns a channel that is closed when the node is no longer kept
+// (see PersistentNode.Done); Err says why.
+func (t *PersistentTTLNode) Done() <-chan struct{} { return t.n.Done() }
+
+// Err returns why the node is no longer kept (see PersistentNode.Err).
+func (t *PersistentTTLNode) Err() error { return t.n.Err() }
+
+// Close stops keeping the node and touching its child. It deletes
+// nothing: the server removes the child once its TTL has passed, and then
+// the node. Closing again returns nil.
+func (t *PersistentTTLNode) Close(ctx context.Context) error {
+	t.cancel()
+	<-t.done
+	return t.n.Close(ctx)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // nodeIs waits until the node at p exists with data and, if owner is not
@@ -236,4 +237,54 @@ func TestPersistentNodeModes(t *testing.T) {
 	}
 	must(t, q.Close(ctx), "Close")
 	e.empty(dir)
+}
+
+// TestPersistentTTLNode: on a server with TTL nodes, the node is a
+// container holding the data with a "touch" child that is written every
+// half TTL (never the node itself, which fires no watch); deleted, both are
+// made again; Close leaves them to expire. A server without TTL nodes
+// refuses it, leaving nothing.
+func TestPersistentTTLNode(t *testing.T) {
+	ctx := ctxTimeout(t, time.Minute)
+	plain := newEnv(t)
+	if _, err := zkrecipes.CreatePersistentTTLNode(ctx, plain.session(), plain.path+"/ttl", time.Second, nil); !errors.Is(err, zkclient.ErrUnimplemented) {
+		t.Errorf("CreatePersistentTTLNode on a server without TTLs = %v, want ErrUnimplemented", err)
+	}
+	plain.empty(plain.path)
+
+	cluster := zktest.StartT(t, zktest.Options{TTL: true})
+	e := newEnvOn(t, cluster.Addrs())
+	p := e.path + "/ttl"
+	touch := p + "/touch"
+	s := e.session()
+	n, err := zkrecipes.CreatePersistentTTLNode(ctx, s, p, 400*time.Millisecond, []byte("d"))
+	must(t, err, "CreatePersistentTTLNode")
+	t.Cleanup(func() { n.Close(context.Background()) })
+	e.nodeIs(p, "d", 0)
+	if kids := e.children(p); len(kids) != 1 || kids[0] != "touch" {
+		t.Fatalf("children of the node: %v, want [touch]", kids)
+	}
+	e.waitFor("the touch child to be written twice", func() bool {
+		_, st, err := e.admin.Get(touch)
+		return err == nil && st.Version >= 2
+	})
+	if _, st, err := e.admin.Get(p); err != nil || st.Version != 0 || st.EphemeralOwner != 0 {
+		t.Errorf("the node itself: %+v, %v; want never written, not ephemeral", st, err)
+	}
+
+	must(t, e.admin.Delete(touch, -1), "delete the touch child")
+	must(t, e.admin.Delete(p, -1), "delete the node")
+	e.nodeIs(p, "d", 0)
+	e.waitFor("the touch child again", func() bool { ok, _, _ := e.admin.Exists(touch); return ok })
+	must(t, n.SetData(ctx, []byte("e")), "SetData")
+	e.nodeIs(p, "e", 0)
+
+	must(t, n.Close(ctx), "Close")
+	closed(t, n.Done(), "Done after Close")
+	if ok, _, _ := e.admin.Exists(touch); !ok {
+		t.Error("Close deleted the touch child instead of leaving it to expire")
+	}
+	if _, err := zkrecipes.CreatePersistentTTLNode(ctx, s, p, time.Second, nil, zkrecipes.WithNodeMode(zkclient.Persistent)); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
+		t.Errorf("CreatePersistentTTLNode with a mode = %v, want ErrInvalidArgument", err)
+	}
 }
