@@ -62,10 +62,12 @@ func WithSessionRenewal(renew func(ctx context.Context) (*Session, error)) NodeO
 // ours, as Curator does; an ephemeral node of another session (or of
 // another PersistentNode of this session) is not: the PersistentNode waits
 // until it is gone, for instance until its owner's session expires, then
-// creates its own. So the node may be missing, or another's, for a while:
-// between a deletion and the re-creation, during a session renewal, while
-// another session's node of that name lives. Two PersistentNodes of one
-// persistent path share it, each writing its data.
+// creates its own; an ephemeral PersistentNode that finds a persistent node
+// in its way stops (Done, Err) with an error wrapping
+// zkclient.ErrNodeExists. So the node may be missing, or another's, for a
+// while: between a deletion and the re-creation, during a session
+// renewal, while another session's node of that name lives. Two
+// PersistentNodes of one persistent path share it, each writing its data.
 //
 // A PersistentNode is safe for concurrent use.
 type PersistentNode struct {
@@ -172,8 +174,8 @@ func (n *PersistentNode) Session() *Session {
 func (n *PersistentNode) Done() <-chan struct{} { return n.done }
 
 // Err returns nil while the node is kept, and when it was kept until
-// Close; otherwise why it is no longer kept: an error wrapping ErrSessionExpired or
-// ErrSessionClosed, or the error that stopped it.
+// Close; otherwise why it is no longer kept: an error wrapping
+// ErrSessionExpired or ErrSessionClosed, or the error that stopped it.
 func (n *PersistentNode) Err() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -183,11 +185,11 @@ func (n *PersistentNode) Err() error {
 // SetData replaces the node's data: it writes it to the node, and a later
 // re-creation uses it. While the node is missing (being re-created, or its
 // session being renewed), or another session's node has the name, it only
-// records the data, which the new node then carries. (ZooKeeper cannot make
-// a write conditional on a node's owner: if the node is replaced by
+// records the data, which the new node then carries. (ZooKeeper cannot
+// make a write conditional on a node's owner: if the node is replaced by
 // another session's in the moment between the last look at it and the
-// write, that node gets the data.) It returns an error wrapping ErrNotHeld once the node is no
-// longer kept (Done is closed).
+// write, that node gets the data.) It returns an error wrapping ErrNotHeld
+// once the node is no longer kept (Done is closed).
 func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 	n.opMu.Lock()
 	defer n.opMu.Unlock()
@@ -514,12 +516,15 @@ func (n *PersistentNode) watch(ctx context.Context, s *Session, p string) error 
 		}
 		select {
 		case ev := <-w.event():
-			if ev.Type == zkclient.EventNotWatching {
+			switch ev.Type {
+			case zkclient.EventNodeDeleted:
+				return nil
+			case zkclient.EventNotWatching:
 				if err := s.Err(); err != nil {
 					return err
 				}
 			}
-			// Deleted, or changed: look again.
+			// Changed: look again.
 		case <-ctx.Done():
 			w.stop()
 			return ctx.Err()

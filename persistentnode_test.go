@@ -218,6 +218,11 @@ func TestPersistentNodeModes(t *testing.T) {
 	if _, st, _ := e.admin.Get(p); st.EphemeralOwner != 0 {
 		t.Errorf("persistent node has ephemeral owner 0x%x", st.EphemeralOwner)
 	}
+	// Replaced at once by another's persistent node: taken over again.
+	_, err = e.admin.Multi(&zk.DeleteRequest{Path: p, Version: -1},
+		&zk.CreateRequest{Path: p, Data: []byte("theirs"), Acl: zk.WorldACL(zk.PermAll)})
+	must(t, err, "replace the persistent node")
+	e.nodeIs(p, "new", 0)
 	must(t, n.Close(ctx), "Close")
 	if ok, _, _ := e.admin.Exists(p); ok {
 		t.Error("Close left the persistent node")
@@ -237,6 +242,21 @@ func TestPersistentNodeModes(t *testing.T) {
 	}
 	must(t, q.Close(ctx), "Close")
 	e.empty(dir)
+
+	// An ephemeral node replaced by a persistent one stops keeping.
+	eph := e.path + "/eph"
+	r := createNode(t, ctx, s, eph, "r")
+	_, err = e.admin.Multi(&zk.DeleteRequest{Path: eph, Version: -1},
+		&zk.CreateRequest{Path: eph, Data: []byte("theirs"), Acl: zk.WorldACL(zk.PermAll)})
+	must(t, err, "replace the ephemeral node by a persistent one")
+	closed(t, r.Done(), "Done of an ephemeral node replaced by a persistent one")
+	if err := r.Err(); !errors.Is(err, zkclient.ErrNodeExists) {
+		t.Errorf("Err() = %v, want ErrNodeExists", err)
+	}
+	must(t, r.Close(ctx), "Close")
+	if d, _, err := e.admin.Get(eph); err != nil || string(d) != "theirs" {
+		t.Errorf("the persistent node after Close: %q, %v; want it untouched", d, err)
+	}
 }
 
 // TestPersistentTTLNode: on a server with TTL nodes, the node is a
