@@ -1,6 +1,6 @@
 // Package zkrecipes implements ZooKeeper coordination recipes for Go — Mutex,
-// RWMutex, Election, Group membership, Semaphore, Barrier and
-// DoubleBarrier — on top of a Session that tells its users, truthfully, when
+// RWMutex, MultiLock, Election, Group membership, Semaphore, Barrier,
+// DoubleBarrier and PersistentNode — on top of a Session that tells its users, truthfully, when
 // what they hold is gone. The locks and the election are one algorithm, the
 // contender queue, with different rules for who waits for whom.
 //

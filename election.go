@@ -17,9 +17,15 @@ var (
 
 // Election is one participant in a leader election on a ZooKeeper path,
 // compatible with Apache Curator's LeaderLatch: each candidate queues an
-// ephemeral sequential node "_c_<uuid>-latch-<seq>" holding its id, the
+// ephemeral sequential node "_c_<uuid>-latch-<seq>" holding its value, the
 // lowest node leads, and every other candidate watches only the node just
 // before its own. Go and Java participants can share one election.
+//
+// The value is what a participant advertises, as with etcd's election: its
+// id unless it campaigns with another value (CampaignValue), and a leader
+// may change it while leading (Proclaim). Leader and Observe report the
+// leader's value. Curator's participants read it as the participant id
+// (LeaderLatch keeps the id in the node's data, as Campaign does).
 //
 // A participant leads from the return of Campaign until it resigns or Lost
 // is closed. When a leader resigns, crashes or its session expires, exactly
@@ -31,6 +37,9 @@ var (
 type Election struct {
 	st seat
 	id string
+	// claiming is set, under st.mu, while CampaignValue hands its value
+	// to the seat, so that a concurrent campaign cannot replace it.
+	claiming bool
 }
 
 // NewElection returns the participant id in the election on path for the
@@ -49,12 +58,83 @@ func NewElection(s *Session, path, id string) *Election {
 // ID returns the participant's id.
 func (e *Election) ID() string { return e.id }
 
-// Campaign enters the election and waits until this participant leads, ctx
-// ends, or the session is over. When it returns an error the participant has
-// left the election: its node is deleted even if ctx was cancelled. Calling
-// Campaign while campaigning or leading returns ErrBusy.
+// Campaign enters the election, advertising the participant's id, and waits
+// until this participant leads, ctx ends, or the session is over. When it
+// returns an error the participant has left the election: its node is
+// deleted even if ctx was cancelled. Calling Campaign while campaigning or
+// leading returns ErrBusy.
 func (e *Election) Campaign(ctx context.Context) error {
-	return e.st.acquire(ctx, latchKind, false, "campaign")
+	return e.CampaignValue(ctx, e.id)
+}
+
+// CampaignValue is Campaign advertising val instead of the id (like etcd's
+// Election.Campaign(ctx, val)): val is the data of the participant's node,
+// which Leader and Observe report while it leads, and which Curator's
+// participants read as its id. An empty val is refused (Leader and Observe
+// use "" for "no leader"). It costs nothing more than Campaign.
+func (e *Election) CampaignValue(ctx context.Context, val string) error {
+	if e.st.err != nil {
+		return e.st.err
+	}
+	if val == "" {
+		return fmt.Errorf("%w: election %s: empty value", ErrInvalidArgument, e.st.q.dir)
+	}
+	e.st.mu.Lock()
+	if e.st.busy || e.claiming {
+		e.st.mu.Unlock()
+		return fmt.Errorf("zkrecipes: campaign %s: %w", e.st.q.dir, ErrBusy)
+	}
+	e.claiming, e.st.data = true, []byte(val)
+	e.st.mu.Unlock()
+	err := e.st.acquire(ctx, latchKind, false, "campaign")
+	e.st.mu.Lock()
+	e.claiming = false
+	e.st.mu.Unlock()
+	return err
+}
+
+// Proclaim changes the value this participant advertises while it leads,
+// without giving up leadership (like etcd's Election.Proclaim): one write
+// to its node, whose watchers (observers, and the next candidate in line)
+// each get one event. It returns an error wrapping ErrNotHeld if this
+// participant does not lead or its Lost channel is closed (a leader that
+// may have lost must not speak for the leadership), ErrNodeLost if its
+// node is gone, and ErrSessionExpired or ErrSessionClosed if the session
+// is over. An empty val is refused, as by CampaignValue. A Campaign that
+// follows a Resign advertises its own value again, not the proclaimed one.
+func (e *Election) Proclaim(ctx context.Context, val string) error {
+	if e.st.err != nil {
+		return e.st.err
+	}
+	dir := e.st.q.dir
+	if val == "" {
+		return fmt.Errorf("%w: election %s: empty value", ErrInvalidArgument, dir)
+	}
+	e.st.mu.Lock()
+	t, lost := e.st.held, e.st.lost
+	e.st.mu.Unlock()
+	s := e.st.q.s
+	if t == nil {
+		return fmt.Errorf("zkrecipes: proclaim in %s: %w: this participant does not lead", dir, ErrNotHeld)
+	}
+	select {
+	case <-lost:
+		if err := s.Err(); err != nil {
+			return fmt.Errorf("zkrecipes: proclaim in %s: %w", dir, err)
+		}
+		return fmt.Errorf("zkrecipes: proclaim in %s: %w: the leadership is lost", dir, ErrNotHeld)
+	default:
+	}
+	_, err := s.setData(ctx, t.path(), []byte(val), -1)
+	if errors.Is(err, zkclient.ErrNoNode) {
+		if err = s.Err(); err == nil {
+			err = fmt.Errorf("%w: %s", ErrNodeLost, t.path())
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("zkrecipes: proclaim in %s: %w", dir, err)
+	}
+	return nil
 }
 
 // Resign gives up leadership: Lost is closed first, then the participant's
@@ -90,9 +170,10 @@ func (e *Election) HeldOp() zkclient.Op { return e.st.heldOp() }
 // path to the next (see Mutex.Token).
 func (e *Election) Token() int64 { return e.st.token() }
 
-// Leader returns the id of the current leader (the data of the lowest node,
-// whichever client made it), or an error wrapping ErrNoLeader when nobody
-// campaigns. It does not need this participant to campaign.
+// Leader returns the value the current leader advertises (the data of the
+// lowest node, whichever client made it: its id, unless it campaigned with
+// or proclaimed another value), or an error wrapping ErrNoLeader when
+// nobody campaigns. It does not need this participant to campaign.
 func (e *Election) Leader(ctx context.Context) (string, error) {
 	if e.st.err != nil {
 		return "", e.st.err
@@ -116,12 +197,12 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 	}
 }
 
-// Observe returns a channel that receives the id of the leader at once and
-// again whenever leadership changes hands, "" meaning that nobody
-// campaigns. A participant that resigns and is elected again is a new
-// leadership, reported again with the same id. A slow receiver misses
-// intermediate leaders but always gets the latest. It costs one watch event
-// per change. The channel is closed when ctx
+// Observe returns a channel that receives the leader's value (see Leader)
+// at once and again whenever leadership changes hands or the leader
+// proclaims a new value, "" meaning that nobody campaigns. A participant
+// that resigns and is elected again is a new leadership, reported again
+// with the same value. A slow receiver misses intermediate leaders and
+// values but always gets the latest. It costs one watch event per change. The channel is closed when ctx
 // ends or the session is over; cancel ctx to stop observing. It does not
 // need this participant to campaign.
 func (e *Election) Observe(ctx context.Context) <-chan string {
@@ -137,7 +218,8 @@ func (e *Election) Observe(ctx context.Context) <-chan string {
 func (e *Election) observe(ctx context.Context, out chan<- string) {
 	defer close(out)
 	s := e.st.q.s
-	last, sent := "", false // the leader's node name: a new node is a new leadership
+	// The leader's node name (a new node is a new leadership) and value.
+	last, lastVal, sent := "", "", false
 	for {
 		node, leader, wake, err := e.leaderW(ctx)
 		if err != nil {
@@ -146,10 +228,10 @@ func (e *Election) observe(ctx context.Context, out chan<- string) {
 			}
 			return
 		}
-		if !sent || node != last {
+		if !sent || node != last || leader != lastVal {
 			select {
 			case out <- leader:
-				last, sent = node, true
+				last, lastVal, sent = node, leader, true
 			case <-ctx.Done():
 				return
 			}
@@ -164,7 +246,7 @@ func (e *Election) observe(ctx context.Context, out chan<- string) {
 	}
 }
 
-// leaderW returns the leader's node name and id ("" when nobody campaigns)
+// leaderW returns the leader's node name and value ("" when nobody campaigns)
 // and a watch that fires when that may change: on the leader's node, or,
 // without a leader, on the election's children or on the path's creation.
 func (e *Election) leaderW(ctx context.Context) (node, id string, wake <-chan zkclient.Event, err error) {

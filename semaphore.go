@@ -1,6 +1,7 @@
 package zkrecipes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,21 +43,30 @@ type Semaphore struct {
 	s      *Session
 	path   string
 	n      int
-	err    error // invalid path or n, reported by every call
+	err    error  // invalid path or n, reported by every call
+	data   []byte // each lease node's data (WithNodeData)
 	locks  queue
 	leases queue
+
+	afterCheck func() // test hook: runs after TryAcquire's read-only check
 }
 
 // NewSemaphore returns a Semaphore with n permits on path for the session s.
 // A bad path or an n below one is reported, without any network call, by
-// Acquire.
-func NewSemaphore(s *Session, path string, n int) *Semaphore {
+// Acquire. WithNodeData stores data in each lease node, where other
+// processes can read who holds the permits (Curator's
+// InterProcessSemaphoreV2.setNodeData does the same).
+func NewSemaphore(s *Session, path string, n int, opts ...LockOption) *Semaphore {
 	err := checkPath(path)
 	if err == nil && (n < 1 || n > 1<<30) {
 		err = fmt.Errorf("zkrecipes: semaphore %s: %w: %d permits", path, ErrInvalidArgument, n)
 	}
+	var cfg lockConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	return &Semaphore{
-		s: s, path: path, n: n, err: err,
+		s: s, path: path, n: n, err: err, data: cfg.data,
 		locks:  queue{s: s, dir: path + "/locks", kinds: lockKinds},
 		leases: queue{s: s, dir: path + "/leases"},
 	}
@@ -67,10 +77,9 @@ func NewSemaphore(s *Session, path string, n int) *Semaphore {
 type Lease struct {
 	sem *Semaphore
 	t   *ticket
+	h   *nodeHold
 
 	mu       sync.Mutex
-	lost     <-chan struct{}
-	release  func()
 	released bool
 }
 
@@ -78,19 +87,35 @@ type Lease struct {
 // the session is over. When it returns an error, nothing of the attempt is
 // left on the server, even if ctx was cancelled.
 func (m *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
+	return m.take(ctx, false, "acquire")
+}
+
+// TryAcquire takes a permit if one is free and nobody else is acquiring at
+// that moment, and returns an error wrapping ErrLocked otherwise, without
+// waiting and without leaving a node behind. Like Curator's acquire with a
+// zero timeout, it gives up rather than queue behind another acquirer that
+// holds the semaphore's mutex (which that acquirer may keep until a permit
+// is released). When every permit is taken, or another acquirer is queued,
+// it answers with two listings and no write.
+func (m *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
+	return m.take(ctx, true, "tryacquire")
+}
+
+func (m *Semaphore) take(ctx context.Context, try bool, op string) (*Lease, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
-	t, err := m.acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("zkrecipes: acquire semaphore %s: %w", m.path, err)
+	t, err := m.acquire(ctx, try)
+	if errors.Is(err, ErrLocked) {
+		return nil, fmt.Errorf("%s semaphore %s: %w", op, m.path, err)
 	}
-	l := &Lease{sem: m, t: t}
-	l.lost, l.release = m.s.hold()
-	return l, nil
+	if err != nil {
+		return nil, fmt.Errorf("zkrecipes: %s semaphore %s: %w", op, m.path, err)
+	}
+	return &Lease{sem: m, t: t, h: m.s.holdNode(t.path())}, nil
 }
 
-func (m *Semaphore) acquire(ctx context.Context) (*ticket, error) {
+func (m *Semaphore) acquire(ctx context.Context, try bool) (*ticket, error) {
 	// Refuse a disagreeing n at once rather than after queueing for the
 	// mutex; the check that counts is made again under the mutex.
 	if data, _, err := m.s.getData(ctx, m.path); err == nil && len(data) > 0 && string(data) != strconv.Itoa(m.n) {
@@ -98,15 +123,25 @@ func (m *Semaphore) acquire(ctx context.Context) (*ticket, error) {
 	} else if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
 		return nil, err
 	}
+	if try {
+		// Answer without a write when every permit is taken or another
+		// acquirer is queued for the mutex.
+		if busy, err := m.busy(ctx); err != nil || busy {
+			return nil, cmp.Or(err, ErrLocked)
+		}
+		if m.afterCheck != nil {
+			m.afterCheck()
+		}
+	}
 	lock, err := m.locks.enter(ctx, mutexKind, nil)
 	if err != nil {
 		return nil, err
 	}
-	if err := lock.wait(ctx, false); err != nil {
+	if err := lock.wait(ctx, try); err != nil {
 		lock.leave(ctx)
 		return nil, err
 	}
-	t, err := m.underLock(ctx)
+	t, err := m.underLock(ctx, try)
 	if err := errors.Join(err, lock.leave(ctx)); err != nil {
 		if t != nil {
 			t.leave(ctx)
@@ -116,17 +151,39 @@ func (m *Semaphore) acquire(ctx context.Context) (*ticket, error) {
 	return t, nil
 }
 
+// busy reports whether a TryAcquire must give up at once: every permit is
+// taken, or another acquirer is queued for the mutex.
+func (m *Semaphore) busy(ctx context.Context) (bool, error) {
+	for _, dir := range []string{m.leases.dir, m.locks.dir} {
+		kids, err := m.s.children(ctx, dir)
+		if errors.Is(err, zkclient.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if dir == m.leases.dir && len(kids) >= m.n || dir == m.locks.dir && len(kids) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // underLock runs while holding the semaphore's mutex: it checks the permit
-// record, adds a lease node and waits until at most n lease nodes exist.
-func (m *Semaphore) underLock(ctx context.Context) (*ticket, error) {
+// record, adds a lease node and waits until at most n lease nodes exist
+// (with try, it gives up at once with ErrLocked instead of waiting).
+func (m *Semaphore) underLock(ctx context.Context, try bool) (*ticket, error) {
 	if err := m.checkPermits(ctx); err != nil {
 		return nil, err
 	}
-	t, err := m.leases.enter(ctx, leaseKind, nil)
+	t, err := m.leases.enter(ctx, leaseKind, m.data)
 	if err != nil {
 		return nil, err
 	}
 	kids, _, err := t.list(ctx)
+	if err == nil && try && len(kids) > m.n {
+		err = ErrLocked
+	}
 	for err == nil && slices.Contains(kids, t.name) && len(kids) > m.n {
 		var w watched
 		if kids, w, err = m.s.childrenW(ctx, m.leases.dir); err != nil || len(kids) <= m.n {
@@ -196,7 +253,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.released = true
 	l.mu.Unlock()
 
-	l.release()
+	l.h.end()
 	if err := l.t.leave(ctx); err != nil {
 		return fmt.Errorf("zkrecipes: release lease %s: %w", l.t.path(), err)
 	}
@@ -204,6 +261,9 @@ func (l *Lease) Release(ctx context.Context) error {
 }
 
 // Lost returns a channel that is closed when the lease is void: released,
-// the session expired or was closed, or (in strict mode, see WithStrict) the
-// connection was down long enough that the session may have expired.
-func (l *Lease) Lost() <-chan struct{} { return l.lost }
+// the session expired or was closed, the lease's node was deleted by
+// someone else, or (in strict mode, see WithStrict) the connection was down
+// long enough that the session may have expired. Watching for the deletion
+// costs one watch on the lease node and one goroutine while the lease is
+// held.
+func (l *Lease) Lost() <-chan struct{} { return l.h.lost }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -273,4 +274,210 @@ func TestSemaphoreInterop(t *testing.T) {
 	}
 	e.empty(path + "/leases")
 	e.empty(path + "/locks")
+}
+
+// TestSemaphoreTryAcquire: TryAcquire takes a free permit at once, and
+// when every permit is taken, or another acquirer waits holding the
+// semaphore's mutex, it fails with ErrLocked at once, without a write and
+// leaving nothing. Lease nodes carry the semaphore's node data.
+func TestSemaphoreTryAcquire(t *testing.T) {
+	e := newEnv(t)
+	path := e.path + "/sem"
+	leases := path + "/leases"
+	ctx := ctxTimeout(t, time.Minute)
+	sa, sb, sc := e.session(), e.session(), e.session()
+	a, err := zkrecipes.NewSemaphore(sa, path, 2, zkrecipes.WithNodeData([]byte("a"))).TryAcquire(ctx)
+	must(t, err, "a: TryAcquire of a free semaphore")
+	b, err := zkrecipes.NewSemaphore(sb, path, 2, zkrecipes.WithNodeData([]byte("b"))).TryAcquire(ctx)
+	must(t, err, "b: TryAcquire of the second permit")
+	var data []string
+	for _, k := range e.children(leases) {
+		d, _, err := e.admin.Get(leases + "/" + k)
+		must(t, err, "get %s", k)
+		data = append(data, string(d))
+	}
+	if slices.Sort(data); !slices.Equal(data, []string{"a", "b"}) {
+		t.Errorf("lease nodes' data %q, want a and b", data)
+	}
+
+	// Both permits taken: c fails at once, with no write.
+	semC := zkrecipes.NewSemaphore(sc, path, 2)
+	before := sc.Stats()
+	if _, err := semC.TryAcquire(ctx); !errors.Is(err, zkrecipes.ErrLocked) {
+		t.Fatalf("TryAcquire with both permits taken = %v, want ErrLocked", err)
+	}
+	if after := sc.Stats(); after.Creates != before.Creates || after.Deletes != before.Deletes {
+		t.Errorf("a refused TryAcquire wrote: %d creates, %d deletes", after.Creates-before.Creates, after.Deletes-before.Deletes)
+	}
+	if n := len(e.children(leases)); n != 2 {
+		t.Errorf("%d lease nodes after a refused TryAcquire, want 2", n)
+	}
+
+	// A waiting acquirer holds the mutex until a permit frees: c does not
+	// queue behind it.
+	sd := e.session()
+	var d *zkrecipes.Lease
+	doneD := async(func() (err error) {
+		d, err = zkrecipes.NewSemaphore(sd, path, 2).Acquire(ctx)
+		return err
+	})
+	e.waitFor("d to wait with its lease node", func() bool { return len(e.children(leases)) == 3 })
+	if _, err := semC.TryAcquire(ctx); !errors.Is(err, zkrecipes.ErrLocked) {
+		t.Errorf("TryAcquire behind a waiting acquirer = %v, want ErrLocked", err)
+	}
+	if n, m := len(e.children(leases)), len(e.children(path+"/locks")); n != 3 || m != 1 {
+		t.Errorf("%d lease and %d mutex nodes after a refused TryAcquire, want d's only (3 and 1)", n, m)
+	}
+	must(t, a.Release(ctx), "a: Release")
+	must(t, result(t, doneD, "d's Acquire"), "d: Acquire")
+	must(t, b.Release(ctx), "b: Release")
+	c, err := semC.TryAcquire(ctx)
+	must(t, err, "c: TryAcquire after b released")
+	must(t, c.Release(ctx), "c: Release")
+	must(t, d.Release(ctx), "d: Release")
+
+	// A cancelled TryAcquire leaves nothing.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := semC.TryAcquire(cctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("TryAcquire with a cancelled context = %v, want Canceled", err)
+	}
+	e.empty(leases)
+	e.empty(path + "/locks")
+}
+
+// TestSemaphoreTryAcquireContention: 8 sessions call TryAcquire in a loop
+// on 3 permits: never more than 3 hold, some calls succeed and some are
+// refused, and nothing is left.
+func TestSemaphoreTryAcquireContention(t *testing.T) {
+	e := newEnv(t)
+	const sessions, permits, rounds = 8, 3, 20
+	path := e.path + "/sem"
+	ctx := ctxTimeout(t, time.Minute)
+	tr := &permitTracker{t: t, n: permits, holders: map[*zkrecipes.Session]bool{}, expiring: map[*zkrecipes.Session]bool{}}
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		refused int
+	)
+	for i := range sessions {
+		s := e.session()
+		sem := zkrecipes.NewSemaphore(s, path, permits)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				l, err := sem.TryAcquire(ctx)
+				if errors.Is(err, zkrecipes.ErrLocked) {
+					mu.Lock()
+					refused++
+					mu.Unlock()
+					continue
+				}
+				if !check(t, err, "participant %d: TryAcquire", i) {
+					return
+				}
+				tr.enter(s)
+				time.Sleep(10 * time.Millisecond)
+				tr.leave(s)
+				check(t, l.Release(ctx), "participant %d: Release", i)
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d granted (up to %d at once), %d refused", tr.total, tr.max, refused)
+	if tr.total == 0 || refused == 0 {
+		t.Errorf("%d granted, %d refused: the test did not contend", tr.total, refused)
+	}
+	e.empty(path + "/leases")
+	e.empty(path + "/locks")
+}
+
+// TestSemaphoreLeaseNodeDeleted: a lease whose node another client deletes
+// is lost (its Lost closes), and the permit is free again.
+func TestSemaphoreLeaseNodeDeleted(t *testing.T) {
+	e := newEnv(t)
+	path := e.path + "/sem"
+	leases := path + "/leases"
+	ctx := ctxTimeout(t, time.Minute)
+	sem := zkrecipes.NewSemaphore(e.session(), path, 1, zkrecipes.WithNodeData([]byte("victim")))
+	l, err := sem.Acquire(ctx)
+	must(t, err, "Acquire")
+	other := zkrecipes.NewSemaphore(e.session(), path, 1)
+	if _, err := other.TryAcquire(ctx); !errors.Is(err, zkrecipes.ErrLocked) {
+		t.Fatalf("TryAcquire of a taken permit = %v, want ErrLocked", err)
+	}
+	select {
+	case <-l.Lost():
+		t.Fatal("Lost closed while the lease is held")
+	default:
+	}
+	kids := e.children(leases)
+	if len(kids) != 1 {
+		t.Fatalf("lease nodes %v, want one", kids)
+	}
+	if d, _, err := e.admin.Get(leases + "/" + kids[0]); err != nil || string(d) != "victim" {
+		t.Fatalf("lease node data %q, %v; want victim", d, err)
+	}
+	must(t, e.admin.Delete(leases+"/"+kids[0], -1), "delete the lease node")
+	closed(t, l.Lost(), "Lost of a lease whose node was deleted")
+	l2, err := other.TryAcquire(ctx)
+	must(t, err, "TryAcquire after the lease node was deleted")
+	must(t, l.Release(ctx), "Release of a lease whose node was deleted")
+	must(t, l2.Release(ctx), "Release")
+	e.empty(leases)
+}
+
+// TestSemaphoreTryAcquireRace: the permits are taken between TryAcquire's
+// read-only look and its writes. It still gives up at once with ErrLocked,
+// leaving nothing: when its own lease node turns out to be one too many,
+// and when another acquirer now waits holding the semaphore's mutex.
+func TestSemaphoreTryAcquireRace(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, time.Minute)
+	for _, waiter := range []bool{false, true} {
+		path := fmt.Sprintf("%s/sem-%v", e.path, waiter)
+		leases := path + "/leases"
+		x := zkrecipes.NewSemaphore(e.session(), path, 1)
+		var (
+			lx, ly *zkrecipes.Lease
+			doneY  <-chan error
+		)
+		try := zkrecipes.NewSemaphore(e.session(), path, 1)
+		zkrecipes.SetAfterCheck(try, func() {
+			var err error
+			lx, err = x.Acquire(ctx)
+			must(t, err, "x: Acquire in the gap")
+			if waiter {
+				y := zkrecipes.NewSemaphore(e.session(), path, 1)
+				doneY = async(func() (err error) {
+					ly, err = y.Acquire(ctx)
+					return err
+				})
+				e.waitFor("y to wait holding the mutex", func() bool { return len(e.children(leases)) == 2 })
+			}
+		})
+		// Bounded: a TryAcquire that waited instead would end with the
+		// deadline, not ErrLocked.
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := try.TryAcquire(tctx)
+		cancel()
+		if !errors.Is(err, zkrecipes.ErrLocked) {
+			t.Errorf("waiter=%v: TryAcquire whose permit was taken in the gap = %v, want ErrLocked", waiter, err)
+		}
+		want := 1
+		if waiter {
+			want = 2
+		}
+		if n := len(e.children(leases)); n != want {
+			t.Errorf("waiter=%v: %d lease nodes after the refused TryAcquire, want %d", waiter, n, want)
+		}
+		must(t, lx.Release(ctx), "x: Release")
+		if waiter {
+			must(t, result(t, doneY, "y's Acquire"), "y: Acquire")
+			must(t, ly.Release(ctx), "y: Release")
+		}
+		e.empty(leases)
+		e.empty(path + "/locks")
+	}
 }

@@ -29,6 +29,13 @@ type Options struct {
 	// the OS has the bytes) and the JVM favours start-up time.
 	Production bool
 
+	// TTL makes the server accept TTL nodes (ZooKeeper's
+	// zookeeper.extendedTypesEnabled, off by default as in ZooKeeper;
+	// zkserver's TTLEnabled under ZKTEST_SERVER=zkserver). The server
+	// still removes expired TTL nodes only at its container check, every
+	// minute.
+	TTL bool
+
 	// TLS makes every member also serve TLS clients on a secure client
 	// port (SecureAddrs), beside the plain one (Addrs). Start generates a
 	// throwaway CA, a server certificate and a client certificate
@@ -92,6 +99,10 @@ func config(opts Options, m *member, peers []*member, t *tlsMaterial) string {
 		// Test data need not survive a machine crash; skipping fsync makes
 		// writes fast. A killed JVM loses nothing, the OS has the bytes.
 		line("forceSync=no")
+	}
+	if opts.TTL {
+		// Unknown keys become "zookeeper."-prefixed system properties.
+		line("extendedTypesEnabled=true")
 	}
 	if t != nil {
 		tlsConfigLines(line, m, t)

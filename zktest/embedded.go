@@ -41,6 +41,7 @@ func startEmbedded(opts Options) (*Cluster, error) {
 	tick := opts.TickTime
 	s := zkserver.NewServer(zkserver.Options{
 		TickTime:          tick,
+		TTLEnabled:        opts.TTL,
 		MinSessionTimeout: 2 * tick,
 		MaxSessionTimeout: max(60*time.Second, 2*tick),
 	})

@@ -2,7 +2,8 @@
 //
 // It repeatedly acquires one Curator recipe (InterProcessMutex, the read or
 // write side of InterProcessReadWriteLock, LeaderLatch, or a lease of
-// InterProcessSemaphoreV2), marks the shared marker directory while holding
+// InterProcessSemaphoreV2, or an InterProcessMultiLock of the comma-separated
+// paths given as --path), marks the shared marker directory while holding
 // it, and reports any overlap with another holder (for a semaphore: more
 // holders than leases). With --recipe member it instead joins a group as a
 // Curator GroupMember and reports the members it sees until --stop-file
@@ -22,7 +23,10 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
@@ -33,6 +37,7 @@ import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
 import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -153,7 +158,7 @@ public class CuratorContender {
             code = run(argv);
         } catch (UsageException e) {
             System.err.println("usage error: " + e.getMessage());
-            System.err.println("usage: CuratorContender --connect HOST:PORT[,...] --path /p --recipe mutex|read|write|latch|semaphore|member|double-barrier|barrier|barrier-gate"
+            System.err.println("usage: CuratorContender --connect HOST:PORT[,...] --path /p --recipe mutex|read|write|latch|semaphore|multilock|member|double-barrier|barrier|barrier-gate"
                     + " --count N --hold-ms M --marker DIR --id ID [--leases N] [--members N] [--session-timeout-ms T]"
                     + " [--acquire-timeout-ms T] [--start-file F] [--stop-file F]");
             code = EXIT_FAILURE;
@@ -238,6 +243,7 @@ public class CuratorContender {
             case "mutex":
             case "write":
             case "latch":
+            case "multilock":
                 shared = false;
                 break;
             case "read":
@@ -268,7 +274,7 @@ public class CuratorContender {
                 leases = intOpt(opts, "leases", 1);
                 break;
             default:
-                throw new UsageException("--recipe must be mutex, read, write, latch, semaphore, member, double-barrier,"
+                throw new UsageException("--recipe must be mutex, read, write, latch, semaphore, multilock, member, double-barrier,"
                         + " barrier or barrier-gate, got " + recipe);
         }
         if (leases == 0 && opts.containsKey("leases")) {
@@ -343,6 +349,10 @@ public class CuratorContender {
                 case "semaphore":
                     holder = new LeaseHolder(new InterProcessSemaphoreV2(client, path, leases), "semaphore " + path);
                     break;
+                case "multilock":
+                    holder = new LockHolder(new InterProcessMultiLock(client, Arrays.asList(path.split(","))),
+                            "multilock " + path);
+                    break;
                 default:
                     holder = new LatchHolder(client, path, id);
                     break;
@@ -352,11 +362,14 @@ public class CuratorContender {
                 holder.acquire(acquireTimeoutMs);
                 System.out.println("ACQ " + id + " " + n);
                 System.out.flush();
-                Path mine = leases > 0 ? markLease(marker, leases, id, n) : mark(marker, shared, id, n);
+                List<Path> mine = recipe.equals("multilock") ? markEach(marker, path, id, n)
+                        : List.of(leases > 0 ? markLease(marker, leases, id, n) : mark(marker, shared, id, n));
                 if (holdMs > 0) {
                     Thread.sleep(holdMs);
                 }
-                unmark(mine, id, n);
+                for (Path m : mine) {
+                    unmark(m, id, n);
+                }
                 holder.release();
             }
         } finally {
@@ -489,6 +502,19 @@ public class CuratorContender {
             }
         }
         return mine;
+    }
+
+    /**
+     * A multilock holder's marks: an exclusive mark in the subdirectory of
+     * dir named after each of the comma-separated paths ('/' replaced by '_').
+     */
+    static List<Path> markEach(Path dir, String paths, String id, int n) throws IOException {
+        List<Path> marks = new ArrayList<>();
+        for (String p : paths.split(",")) {
+            Path sub = Files.createDirectories(dir.resolve(p.replace('/', '_')));
+            marks.add(mark(sub, false, id, n));
+        }
+        return marks;
     }
 
     /** A semaphore holder's mark: its own file, then no more than leases such files. */

@@ -7,8 +7,9 @@
 // this package) implement the same command line:
 //
 //	--connect HOST:PORT[,HOST:PORT]  ZooKeeper connect string (required)
-//	--path /some/path                recipe path (required)
-//	--recipe mutex|read|write|latch|semaphore|member|double-barrier|barrier|barrier-gate
+//	--path /some/path                recipe path (required); for multilock,
+//	                                 comma-separated paths taken in that order
+//	--recipe mutex|read|write|latch|semaphore|multilock|member|double-barrier|barrier|barrier-gate
 //	                                 recipe to contend on (required)
 //	--count N                        acquisitions to perform (required)
 //	--hold-ms M                      how long to hold each time (required)
@@ -31,7 +32,10 @@
 // sides of Curator's InterProcessReadWriteLock; latch is Curator's
 // LeaderLatch(client, path, id), started, awaited and closed once per
 // acquisition; semaphore (Curator only) takes one lease of
-// InterProcessSemaphoreV2(client, path, leases) per acquisition; member
+// InterProcessSemaphoreV2(client, path, leases) per acquisition; multilock
+// (Curator only) takes InterProcessMultiLock(client, paths) of the
+// comma-separated --path and, while holding, marks each path as an
+// exclusive holder does, in DIR/<the path with '/' replaced by '_'>/; member
 // (Curator only) joins the group on path as GroupMember(client, path, id)
 // with the id as its payload, prints "MEMBERS id=payload,..." (sorted by id)
 // at first and after every change it sees, and leaves once the stop file
@@ -256,7 +260,7 @@ func Kazoo(ctx context.Context, args ...string) *exec.Cmd {
 type Args struct {
 	Connect          string        // --connect, required
 	Path             string        // --path, required
-	Recipe           string        // --recipe: "mutex", "read", "write", "latch", "semaphore", "member", "double-barrier", "barrier" or "barrier-gate"
+	Recipe           string        // --recipe: "mutex", "read", "write", "latch", "semaphore", "multilock", "member", "double-barrier", "barrier" or "barrier-gate"
 	Leases           int           // --leases, for "semaphore"; zero means none given
 	Count            int           // --count
 	Hold             time.Duration // --hold-ms
