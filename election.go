@@ -111,14 +111,14 @@ func (e *Election) Proclaim(ctx context.Context, val string) error {
 		return fmt.Errorf("%w: election %s: empty value", ErrInvalidArgument, dir)
 	}
 	e.st.mu.Lock()
-	t, lost := e.st.held, e.st.lost
+	t, h := e.st.held, e.st.hold
 	e.st.mu.Unlock()
 	s := e.st.q.s
 	if t == nil {
 		return fmt.Errorf("zkrecipes: proclaim in %s: %w: this participant does not lead", dir, ErrNotHeld)
 	}
 	select {
-	case <-lost:
+	case <-h.lost:
 		if err := s.Err(); err != nil {
 			return fmt.Errorf("zkrecipes: proclaim in %s: %w", dir, err)
 		}
