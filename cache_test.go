@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -891,4 +893,111 @@ func TestCacheLoadRace(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+var cacheMeasure = flag.Bool("cache-measure", false, "run TestCacheLoadMeasure: time and memory to load a 10,000-node subtree, beside kazoo's TreeCache")
+
+// TestCacheLoadMeasure measures, once, the time and the memory a Cache takes
+// to load a subtree of 10,001 nodes (100 nodes of 99 children each, 32
+// bytes of data per node), and the same for kazoo's TreeCache on the same
+// tree. It only runs with -cache-measure, without -race:
+//
+//	go test -count=1 -run TestCacheLoadMeasure -cache-measure -v .
+func TestCacheLoadMeasure(t *testing.T) {
+	if !*cacheMeasure {
+		t.Skip("a measurement: run with -cache-measure")
+	}
+	e := newEnv(t)
+	root := e.path + "/tree"
+	ctx := ctxTimeout(t, 10*time.Minute)
+	s := e.session()
+	cl := s.Client()
+	acl := zkclient.WorldACL(zkclient.PermAll)
+	data := []byte(strings.Repeat("d", 32))
+	e.mkdirs(e.path)
+	var paths []string
+	paths = append(paths, root)
+	for i := range 100 {
+		paths = append(paths, fmt.Sprintf("%s/p%03d", root, i))
+	}
+	for i := range 100 {
+		for j := range 99 {
+			paths = append(paths, fmt.Sprintf("%s/p%03d/c%03d", root, i, j))
+		}
+	}
+	// Requests in flight, a thousand at a time.
+	pipeline := func(paths []string, start func(string) func() error) {
+		for len(paths) > 0 {
+			n := min(len(paths), 1000)
+			waits := make([]func() error, n)
+			for i, p := range paths[:n] {
+				waits[i] = start(p)
+			}
+			for i, wait := range waits {
+				must(t, wait(), "%s", paths[i])
+			}
+			paths = paths[n:]
+		}
+	}
+	create := func(p string) func() error {
+		call := cl.CreateAsync(p, data, zkclient.Persistent, acl)
+		return func() error { _, err := call.Wait(ctx); return err }
+	}
+	pipeline(paths[:101], create) // the root and its children first: answered in order
+	pipeline(paths[101:], create)
+	t.Cleanup(func() {
+		rev := slices.Clone(paths)
+		slices.Reverse(rev)
+		pipeline(rev, func(p string) func() error {
+			call := cl.DeleteAsync(p, -1)
+			return func() error { _, err := call.Wait(ctx); return err }
+		})
+	})
+
+	// The floor: the same number of reads, pipelined, with nothing kept.
+	start := time.Now()
+	pipeline(paths, func(p string) func() error {
+		get, list := cl.GetAsync(p), cl.ChildrenAsync(p)
+		return func() error {
+			if _, err := get.Wait(ctx); err != nil {
+				return err
+			}
+			_, err := list.Wait(ctx)
+			return err
+		}
+	})
+	t.Logf("%-32s %6d nodes  %7.1f ms", "getData+getChildren2, pipelined", len(paths), time.Since(start).Seconds()*1000)
+
+	for _, variant := range []struct {
+		name string
+		opts []zkrecipes.CacheOption
+	}{{"zkrecipes Cache, WithoutEvents", []zkrecipes.CacheOption{zkrecipes.WithoutEvents()}}, {"zkrecipes Cache, events queued", nil}} {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		c, err := zkrecipes.NewCache(ctx, s, root, variant.opts...)
+		elapsed := time.Since(start)
+		must(t, err, "NewCache")
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		t.Logf("%-32s %6d nodes  %7.1f ms  %6.2f MB held", variant.name, c.Len(), elapsed.Seconds()*1000, float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/1e6)
+		runtime.KeepAlive(c)
+		c.Close()
+	}
+
+	if err := interop.KazooAvailable(); err != nil {
+		t.Skip(err)
+	}
+	out, err := exec.CommandContext(ctx, interop.Python, "-I", "testdata/treecache_load.py",
+		"--connect", strings.Join(e.servers, ","), "--path", root).Output()
+	must(t, err, "kazoo TreeCache")
+	var k struct {
+		Seconds  float64 `json:"seconds"`
+		Bytes    int64   `json:"bytes"`
+		RSSBytes int64   `json:"rss_bytes"`
+		Nodes    int     `json:"nodes"`
+	}
+	must(t, json.Unmarshal(out, &k), "kazoo's figures %q", out)
+	t.Logf("%-32s %6d nodes  %7.1f ms  %6.2f MB held (tracemalloc; resident set grew %.2f MB)", "kazoo 2.8 TreeCache", k.Nodes, k.Seconds*1000, float64(k.Bytes)/1e6, float64(k.RSSBytes)/1e6)
 }
