@@ -73,10 +73,12 @@ func WithoutEvents() CacheOption { return func(c *cacheConfig) { c.noEvents = tr
 
 // Cache is a local copy of a ZooKeeper node and, by default, of every node
 // below it (as Apache Curator's CuratorCache), kept up to date over one
-// persistent recursive watch (ZooKeeper 3.6 or later; on older servers
-// NewCache fails with an error wrapping zkclient.ErrUnimplemented). Get and
-// Children read the copy without a request; Next returns the copy's
-// changes, in the order they were applied, none dropped.
+// persistent recursive watch. Get and Children read the copy without a
+// request; Next returns the copy's changes, in the order they were
+// applied, none dropped. It needs ZooKeeper 3.6 or later (addWatch): there
+// is no fallback to one-shot watches, and NewCache fails on older servers
+// (with an error wrapping zkclient.ErrUnimplemented where the server
+// answers so).
 //
 // What a reader can assume:
 //
