@@ -425,16 +425,6 @@ func (c *Cache) fatal(ctx context.Context, err error) bool {
 	return errors.Is(err, ErrConnectionLoss) || c.cl.Err() != nil || ctx.Err() != nil
 }
 
-// A node read is accepted into the copy only if it can be placed under the
-// node the copy holds as its parent: the parent's incarnation (Czxid) must
-// be the one read before it in the same pass, and the node must be no
-// younger than that read (Czxid <= the zxid of that reply), so that it
-// already existed, under that parent, when the parent was read. A node
-// that fails this was made after the read pass began, hence after the
-// watch was in place: its NodeCreated event is still to come and reads it
-// again, under the right parent. Deferring it keeps the copy a tree with
-// each child under the incarnation of its parent it belongs to.
-
 // sync reads the whole tree (breadth first, about window nodes in flight)
 // and applies the differences to the copy.
 func (c *Cache) sync(ctx context.Context) error {
@@ -609,7 +599,7 @@ func (c *Cache) probe(ctx context.Context, named map[string]bool) error {
 			up, ok := found[parentPath(p)]
 			if !ok || !c.placeable(p, up.czxid, up.zxid, n.Stat.Czxid) {
 				c.deferred.Add(1)
-				continue // its events are still to come (see sync)
+				continue // its events are still to come (see placeable)
 			}
 		}
 		if named[p] {
@@ -628,9 +618,22 @@ func pathDepth(p string) int {
 }
 
 // placeable reports whether a node read with incarnation czxid can go
-// under the parent the copy holds: that parent is the incarnation
-// parentCzxid read in this pass, answered at zxid, and the node is no
-// younger than that answer.
+// under the parent the copy holds, given the parent's incarnation
+// parentCzxid as read just before it, answered at zxid.
+//
+// A node read is accepted into the copy only if it can be placed under the
+// node the copy holds as its parent: the parent's incarnation (Czxid) read
+// just before it (its listing in a pass over the tree, its exists or
+// getData in a batch) must be the one the copy holds, and the node must be
+// no younger than that read (Czxid <= the zxid of that reply), so that it
+// already existed, under that parent, when the parent was read. A node
+// that fails this, or the parent incarnation it belongs to, was made after
+// what the copy has taken in: after the watch was set and after the events
+// taken so far, so its NodeCreated event is still to come and reads it
+// again under the right parent; or it was made while the connection was
+// down, and a pass over the whole tree follows. Deferring it keeps the
+// copy a tree, each child under the incarnation of its parent it belongs
+// to.
 func (c *Cache) placeable(path string, parentCzxid, zxid, czxid int64) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
