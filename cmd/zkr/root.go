@@ -98,6 +98,7 @@ given to them.
 		a.newMembersCmd(),
 		a.newJoinCmd(),
 		a.newInspectCmd(),
+		a.newWatchCmd(),
 		a.newDemoCmd(),
 		a.newBenchCmd(),
 		a.newServerCmd(),

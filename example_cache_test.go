@@ -1,0 +1,60 @@
+package zkrecipes_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zkserver"
+)
+
+// A Cache keeps a local copy of a subtree: read it without a request, and
+// follow its changes.
+func ExampleNewCache() {
+	srv, err := zkserver.Run() // an embedded server; use your ensemble's addresses
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := zkrecipes.NewSession(ctx, []string{srv.Addr()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	c := s.Client()
+	acl := zkclient.WorldACL(zkclient.PermAll)
+	c.Create(ctx, "/config", nil, zkclient.Persistent, acl)
+	c.Create(ctx, "/config/db", []byte("primary=a"), zkclient.Persistent, acl)
+
+	cache, err := zkrecipes.NewCache(ctx, s, "/config")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cache.Close()
+	data, _, _ := cache.Get("/config/db")
+	fmt.Printf("db: %s, children of /config: %q\n", data, cache.Children("/config"))
+
+	// The stream starts with the initial tree, then its changes.
+	c.Set(ctx, "/config/db", []byte("primary=b"), -1)
+	for {
+		ev, err := cache.Next(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%v %s %q\n", ev.Type, ev.Path, ev.Data)
+		if ev.Type == zkrecipes.CacheChanged {
+			break
+		}
+	}
+	// Output:
+	// db: primary=a, children of /config: ["db"]
+	// created /config ""
+	// created /config/db "primary=a"
+	// initialized /config ""
+	// changed /config/db "primary=b"
+}
