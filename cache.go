@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/zkrecipes/zkrecipes/internal/stream"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
@@ -147,7 +148,7 @@ type Cache struct {
 	cl     *zkclient.Client
 	root   string
 	single bool
-	events *fifo[CacheEvent] // nil WithoutEvents
+	events *stream.Queue[CacheEvent] // nil WithoutEvents
 	w      *zkclient.PersistentWatch
 	states *zkclient.StateStream
 
@@ -197,7 +198,7 @@ func NewCache(ctx context.Context, s *Session, path string, opts ...CacheOption)
 		stopped: make(chan struct{}),
 	}
 	if !cfg.noEvents {
-		c.events = newFIFO[CacheEvent]()
+		c.events = stream.New[CacheEvent]()
 	}
 	// The state stream first, then the watch, then the reads: nothing that
 	// happens after the watch is set can be missed.
@@ -280,7 +281,7 @@ func (c *Cache) Next(ctx context.Context) (CacheEvent, error) {
 	if c.events == nil {
 		return CacheEvent{}, fmt.Errorf("zkrecipes: cache %s: %w: made WithoutEvents", c.root, ErrInvalidArgument)
 	}
-	return c.events.next(ctx)
+	return c.events.Next(ctx)
 }
 
 // Ready returns a channel that is closed when Next can return at once.
@@ -290,7 +291,7 @@ func (c *Cache) Ready() <-chan struct{} {
 		close(ch)
 		return ch
 	}
-	return c.events.wait()
+	return c.events.Ready()
 }
 
 // Done returns a channel that is closed when the Cache stops following the
@@ -340,7 +341,7 @@ func (c *Cache) finish(err error) {
 	err = c.err
 	c.mu.Unlock()
 	if c.events != nil {
-		c.events.close(err)
+		c.events.Close(err)
 	}
 }
 
@@ -720,7 +721,7 @@ func (c *Cache) removeLocked(path string) {
 
 func (c *Cache) emitLocked(ev CacheEvent) {
 	if c.events != nil {
-		c.events.push(ev)
+		c.events.Push(ev)
 	}
 }
 
