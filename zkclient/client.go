@@ -435,6 +435,10 @@ func (c *Client) dialRound(ctx context.Context, first bool) (*conn, error) {
 				c.finish(StateExpired, ErrSessionExpired)
 				return nil, c.Err()
 			}
+			if errors.Is(err, ErrAuthFailed) {
+				c.finish(StateAuthFailed, err)
+				return nil, c.Err()
+			}
 			if c.Err() != nil {
 				return nil, c.Err()
 			}
