@@ -36,13 +36,15 @@ func useEmbedded(opts Options) (bool, error) {
 
 // startEmbedded returns a Cluster of one member served by zkserver, with
 // the tick and session timeout bounds a real server would get from
-// config.
+// config, and the same SASL users.
 func startEmbedded(opts Options) (*Cluster, error) {
 	tick := opts.TickTime
 	s := zkserver.NewServer(zkserver.Options{
 		TickTime:          tick,
 		MinSessionTimeout: 2 * tick,
 		MaxSessionTimeout: max(60*time.Second, 2*tick),
+		SASLUsers:         opts.SASLUsers,
+		RequireSASL:       opts.RequireSASL,
 	})
 	if err := s.Start("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("zktest: %w", err)
