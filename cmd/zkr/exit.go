@@ -32,7 +32,8 @@ const exitCodesHelp = `Exit status:
   status (128+N if the command was killed by signal N), except:
   0    success
   1    internal or ZooKeeper error, including credentials refused by the
-       server or by a node's ACL (--auth, --tls-cert) and a missing chroot
+       server or by a node's ACL (--auth, --sasl-user, --tls-cert) and a
+       missing chroot
   2    bad input: unknown flag, bad path, bad duration, missing command,
        unreadable or invalid TLS file
   3    --timeout expired before the lock or leadership was obtained
