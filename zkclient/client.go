@@ -315,7 +315,7 @@ func (c *Client) finish(st State, err error) {
 	if c.closing {
 		st, err = StateClosed, ErrClosed
 	}
-	if st == StateClosed {
+	if st == StateClosed || c.id == 0 { // no session to name
 		c.err = err
 	} else {
 		c.err = fmt.Errorf("%w (session 0x%x)", err, c.id)

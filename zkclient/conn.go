@@ -54,6 +54,15 @@ type conn struct {
 func (c *Client) open(ctx context.Context, addr string) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.connectTimeout())
 	defer cancel()
+	var sasl saslStart
+	if m := c.cfg.sasl; m != nil {
+		// Before the handshake: credentials the mechanism cannot get
+		// (a KDC's refusal) leave no session behind on the server.
+		var err error
+		if sasl, err = startSASL(ctx, m, addr); err != nil {
+			return nil, err
+		}
+	}
 	nc, err := c.dialAddr(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -125,11 +134,11 @@ func (c *Client) open(ctx context.Context, addr string) (*conn, error) {
 	auths := append([]authInfo(nil), c.auths...)
 	c.mu.Unlock()
 
-	if m := c.cfg.sasl; m != nil {
+	if sasl.ex != nil {
 		// SASL comes first: until it completes nothing else is sent, not
 		// even a ping (a server with sessionRequireClientSASLAuth drops a
 		// connection that sends anything else before).
-		if err := cn.authenticateSASL(ctx, m); err != nil {
+		if err := cn.authenticateSASL(ctx, sasl); err != nil {
 			nc.Close()
 			return nil, err
 		}

@@ -25,7 +25,10 @@ type SASLMechanism interface {
 	// Start begins one exchange on a new connection to server (its
 	// "host:port") and returns it with the first token to send (empty,
 	// not nil, when the server speaks first). ctx bounds the work Start
-	// may do (asking a Kerberos KDC for a ticket).
+	// may do (asking a Kerberos KDC for a ticket). An error wrapping
+	// ErrAuthFailed refuses for good: the session ends as AuthFailed.
+	// Any other fails this connection attempt only, as a network failure
+	// would, and the client tries again (a KDC out of reach).
 	Start(ctx context.Context, server string) (SASLExchange, []byte, error)
 }
 
@@ -194,34 +197,48 @@ func isASCII(s string) bool {
 	return true
 }
 
-// authenticateSASL runs the SASL exchange of m on the connection, which
+// saslStart is a SASL exchange begun for one connection: the mechanism,
+// the exchange and the first token.
+type saslStart struct {
+	m     SASLMechanism
+	ex    SASLExchange
+	token []byte
+}
+
+// startSASL begins m's exchange for a connection to addr. Its error is
+// final (the session ends) if it wraps ErrAuthFailed.
+func startSASL(ctx context.Context, m SASLMechanism, addr string) (saslStart, error) {
+	ex, token, err := m.Start(ctx, addr)
+	if err != nil {
+		return saslStart{}, fmt.Errorf("SASL %s: %w", m.Name(), err)
+	}
+	return saslStart{m: m, ex: ex, token: token}, nil
+}
+
+// authenticateSASL runs the SASL exchange s on the connection, which
 // nothing else uses yet: each token goes out as a sasl request with the
 // next xid, and the server's answer (ReplyHeader, then its token) is read
 // before anything else is sent. A refusal or a failed exchange is returned
 // wrapping ErrAuthFailed; a broken connection or ctx's end as itself.
-func (cn *conn) authenticateSASL(ctx context.Context, m SASLMechanism) error {
+func (cn *conn) authenticateSASL(ctx context.Context, s saslStart) error {
 	stop := context.AfterFunc(ctx, func() { cn.nc.SetDeadline(time.Now()) })
 	defer func() {
 		stop()
 		cn.nc.SetDeadline(time.Time{})
 	}()
+	m, ex, token := s.m, s.ex, s.token
 	refused := func(format string, args ...any) error {
 		return fmt.Errorf("%w: SASL %s: %s", ErrAuthFailed, m.Name(), fmt.Sprintf(format, args...))
-	}
-	ex, token, err := m.Start(ctx, cn.addr)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return refused("%v", err)
 	}
 	for last := false; ; {
 		reply, code, err := cn.saslRoundTrip(ctx, token)
 		switch {
 		case err != nil:
 			return err
-		case code == ErrAuthFailed:
+		case code == ErrAuthFailed && m.Name() == "DIGEST-MD5":
 			return refused("%s refused the credentials (a wrong password or an unknown user)", cn.addr)
+		case code == ErrAuthFailed:
+			return refused("%s refused the credentials", cn.addr)
 		case code == ErrSASLRequired:
 			return fmt.Errorf("%w: %w", refused("%s refused the credentials", cn.addr), ErrSASLRequired)
 		case code != 0:

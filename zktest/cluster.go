@@ -51,8 +51,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := checkSASLUsers(opts.SASLUsers); err != nil {
 		return nil, err
 	}
-	if opts.RequireSASL && len(opts.SASLUsers) == 0 {
-		return nil, fmt.Errorf("zktest: Options.RequireSASL needs SASLUsers")
+	if opts.RequireSASL && len(opts.SASLUsers) == 0 && opts.Kerberos == nil {
+		return nil, fmt.Errorf("zktest: Options.RequireSASL needs SASLUsers or Kerberos")
+	}
+	if opts.Kerberos != nil && len(opts.SASLUsers) > 0 {
+		return nil, fmt.Errorf("zktest: Options.Kerberos and SASLUsers together: a ZooKeeper server offers one SASL mechanism")
 	}
 	if emb, err := useEmbedded(opts); err != nil {
 		return nil, err
@@ -96,8 +99,8 @@ func start(ctx context.Context, opts Options, j jvm) (c *Cluster, err error) {
 	if err := c.layout(); err != nil {
 		return nil, err
 	}
-	if len(opts.SASLUsers) > 0 {
-		if err := writeJAAS(c.members[0].jaasPath, opts); err != nil {
+	if len(opts.SASLUsers) > 0 || opts.Kerberos != nil {
+		if err := writeJAAS(ctx, c.members[0].jaasPath, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -154,8 +157,11 @@ func (c *Cluster) layout() error {
 		if c.tls != nil {
 			m.securePort = ports[per*i+3]
 		}
-		if len(c.opts.SASLUsers) > 0 {
+		if len(c.opts.SASLUsers) > 0 || c.opts.Kerberos != nil {
 			m.jaasPath = filepath.Join(c.dir, "jaas.conf") // shared by the members
+		}
+		if c.opts.Kerberos != nil {
+			m.krb5Conf = c.opts.Kerberos.Config()
 		}
 		if log != nil {
 			m.log, m.tail = log, new(tailBuffer)

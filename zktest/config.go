@@ -66,8 +66,21 @@ type Options struct {
 	// sends anything but SASL before it has authenticated
 	// (sessionRequireClientSASLAuth=true): it answers error -124
 	// (session closed: SASL authentication required) and closes the
-	// connection. Needs SASLUsers.
+	// connection. Needs SASLUsers or Kerberos.
 	RequireSASL bool
+
+	// Kerberos, if set, makes the server accept SASL GSSAPI (Kerberos 5)
+	// logins of the principals of that KDC (StartKDC): Start creates the
+	// service principal KerberosServerPrincipal with a keytab and gives
+	// the server a JAAS Server section that logs it in from there
+	// (Krb5LoginModule, accept only) and the KDC's krb5.conf. A session
+	// is then known as sasl:<its principal>. ZooKeeper's server offers
+	// one SASL mechanism: GSSAPI when its JAAS section holds a Kerberos
+	// principal, else DIGEST-MD5, so Start refuses Kerberos together
+	// with SASLUsers. RequireSASL applies. A Kerberos server always runs
+	// real ZooKeeper, also under ZKTEST_SERVER=zkserver (zkserver has no
+	// Kerberos).
+	Kerberos *KDC
 
 	// Log receives the standard output and error of every member. By
 	// default each member writes to zookeeper.log in its own temporary
@@ -116,7 +129,7 @@ func config(opts Options, m *member, peers []*member, t *tlsMaterial) string {
 	if t != nil {
 		tlsConfigLines(line, m, t)
 	}
-	if len(opts.SASLUsers) > 0 {
+	if len(opts.SASLUsers) > 0 || opts.Kerberos != nil {
 		saslConfigLines(line, opts)
 	}
 	if len(peers) > 1 {

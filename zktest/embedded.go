@@ -31,7 +31,7 @@ func serverKind() (string, error) {
 // useEmbedded reports whether Start should run zkserver for opts.
 func useEmbedded(opts Options) (bool, error) {
 	kind, err := serverKind()
-	return kind == "zkserver" && opts.Servers <= 1 && !opts.TLS, err
+	return kind == "zkserver" && opts.Servers <= 1 && !opts.TLS && opts.Kerberos == nil, err
 }
 
 // startEmbedded returns a Cluster of one member served by zkserver, with

@@ -28,7 +28,8 @@ type member struct {
 	peerPort     int
 	electionPort int
 	securePort   int         // the TLS client port, 0 without Options.TLS
-	jaasPath     string      // the JAAS file, "" without Options.SASLUsers
+	jaasPath     string      // the JAAS file, "" without Options.SASLUsers or Kerberos
+	krb5Conf     string      // the KDC's krb5.conf, "" without Options.Kerberos
 	log          io.Writer   // shared Options.Log, or nil
 	tail         *tailBuffer // the end of what went to log
 
@@ -64,6 +65,9 @@ func (m *member) javaArgs(j jvm, opts Options) []string {
 	}
 	if m.jaasPath != "" {
 		args = append(args, "-Djava.security.auth.login.config="+m.jaasPath)
+	}
+	if m.krb5Conf != "" {
+		args = append(args, "-Djava.security.krb5.conf="+m.krb5Conf)
 	}
 	return append(args,
 		"-cp", j.classpath,

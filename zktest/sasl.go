@@ -1,6 +1,7 @@
 package zktest
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -46,9 +47,33 @@ func jaasConfig(users map[string]string) string {
 	return b.String()
 }
 
-// writeJAAS writes the JAAS file of opts to path.
-func writeJAAS(path string, opts Options) error {
-	if err := os.WriteFile(path, []byte(jaasConfig(opts.SASLUsers)), 0o600); err != nil {
+// KerberosServerPrincipal is the service principal of a ZooKeeper started
+// with Options.Kerberos (in the KDC's realm): ZooKeeper's service name and
+// the host clients name it by.
+const KerberosServerPrincipal = "zookeeper/localhost"
+
+// writeJAAS writes the JAAS file of opts to path: DIGEST-MD5's users, or
+// with Kerberos a Server section that logs the service principal in from
+// a keytab it creates, to accept only (no ticket is asked for at start).
+func writeJAAS(ctx context.Context, path string, opts Options) error {
+	text := jaasConfig(opts.SASLUsers)
+	if k := opts.Kerberos; k != nil {
+		keytab, err := k.AddKeytab(ctx, KerberosServerPrincipal)
+		if err != nil {
+			return err
+		}
+		text = fmt.Sprintf(`Server {
+  com.sun.security.auth.module.Krb5LoginModule required
+  useKeyTab=true
+  keyTab="%s"
+  storeKey=true
+  useTicketCache=false
+  isInitiator=false
+  principal="%s@%s";
+};
+`, keytab, KerberosServerPrincipal, KDCRealm)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		return fmt.Errorf("zktest: %w", err)
 	}
 	return nil

@@ -50,7 +50,8 @@ many connections from this host as there are clients (maxClientCnxns). Without
 them it runs on zkrecipes' embedded ZooKeeper-compatible server (zkserver,
 inside this process: no Java needed), and says so on stderr. The workloads
 connect in plain text without credentials: --tls-ca, --tls-cert, --tls-key,
---auth and --sasl-user are refused with --servers and do not apply without.`,
+--auth, --sasl-user and --kerberos-principal are refused with --servers and do
+not apply without.`,
 		Example: `  zkr demo
   zkr demo --clients 50
   zkr demo --sweep 10,50,100 --plot herd.svg

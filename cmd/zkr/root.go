@@ -39,6 +39,11 @@ type app struct {
 	auth           string
 	saslUser       string
 	saslPassword   string
+	krbPrincipal   string
+	krbKeytab      string
+	krbPassword    string
+	krbConfig      string
+	krbServiceHost string
 	sessionTimeout time.Duration
 	connectTimeout time.Duration
 	verbose        bool
@@ -66,9 +71,12 @@ A chroot suffix ("zk1:2181,zk2:2181/app") makes every PATH relative to /app.
 --tls-cert and --tls-key, given together, present a client certificate. --auth
 user:password authenticates with the digest scheme; --sasl-user with
 --sasl-password logs in with SASL DIGEST-MD5 (a user of the server's JAAS
-Server section). Each has an environment equivalent ($ZKR_TLS_CA,
-$ZKR_TLS_CERT, $ZKR_TLS_KEY, $ZKR_AUTH, $ZKR_SASL_USER, $ZKR_SASL_PASSWORD); a
-flag wins over its variable. They do not apply where zkr starts its own server
+Server section); --kerberos-principal logs in with SASL GSSAPI (Kerberos),
+from --kerberos-keytab, --kerberos-password or kinit's credentials cache, with
+--krb5-config. Each has an environment equivalent ($ZKR_TLS_CA,
+$ZKR_TLS_CERT, $ZKR_TLS_KEY, $ZKR_AUTH, $ZKR_SASL_USER, $ZKR_SASL_PASSWORD,
+$ZKR_KERBEROS_PRINCIPAL, $ZKR_KERBEROS_KEYTAB, $ZKR_KERBEROS_PASSWORD,
+$KRB5_CONFIG); a flag wins over its variable. They do not apply where zkr starts its own server
 (demo and bench without --servers); demo and bench refuse TLS and credentials
 on servers given to them.
 
@@ -94,6 +102,11 @@ on servers given to them.
 	f.StringVar(&a.auth, "auth", "", "authenticate with ZooKeeper's digest scheme as user:password (default $ZKR_AUTH, which keeps the password out of the process list)")
 	f.StringVar(&a.saslUser, "sasl-user", "", "log in with SASL DIGEST-MD5 as this user of the server's JAAS configuration, known then as sasl:<user>; needs --sasl-password (default $ZKR_SASL_USER)")
 	f.StringVar(&a.saslPassword, "sasl-password", "", "the password of --sasl-user (default $ZKR_SASL_PASSWORD, which keeps it out of the process list)")
+	f.StringVar(&a.krbPrincipal, "kerberos-principal", "", "log in with SASL GSSAPI (Kerberos) as this principal, user or user@REALM, known then as sasl:user@REALM; credentials from --kerberos-keytab, else --kerberos-password, else kinit's cache ($KRB5CCNAME) (default $ZKR_KERBEROS_PRINCIPAL)")
+	f.StringVar(&a.krbKeytab, "kerberos-keytab", "", "keytab file of --kerberos-principal (default $ZKR_KERBEROS_KEYTAB)")
+	f.StringVar(&a.krbPassword, "kerberos-password", "", "password of --kerberos-principal (default $ZKR_KERBEROS_PASSWORD, which keeps it out of the process list)")
+	f.StringVar(&a.krbConfig, "krb5-config", "", "Kerberos configuration: realms, KDCs (default $KRB5_CONFIG, else /etc/krb5.conf)")
+	f.StringVar(&a.krbServiceHost, "kerberos-service-host", "", "host of the servers' principal zookeeper/HOST (default each server's host; an IP address is looked up) (default $ZKR_KERBEROS_SERVICE_HOST)")
 	f.DurationVar(&a.sessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout to ask for; a holder whose connection is down for half of it counts as lost")
 	f.DurationVar(&a.connectTimeout, "connect-timeout", 10*time.Second, "give up connecting to ZooKeeper after this long (exit status 6)")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "log the session's life (connected, suspended, expired) and each step on stderr")
@@ -278,8 +291,18 @@ func (a *app) security() (opts []zkrecipes.SessionOption, secured bool, err erro
 	if err != nil {
 		return nil, false, err
 	}
-	if ok {
+	if ok && a.setting("kerberos-principal", a.krbPrincipal, "ZKR_KERBEROS_PRINCIPAL").value != "" {
+		return nil, false, usagef("--sasl-user and --kerberos-principal (or their variables): a session logs in with one SASL mechanism")
+	}
+	krb, err := a.kerberosMechanism()
+	if err != nil {
+		return nil, false, err
+	}
+	switch {
+	case ok:
 		opts = append(opts, zkrecipes.WithSASL(zkclient.DigestMD5(user, password)))
+	case krb != nil:
+		opts = append(opts, zkrecipes.WithSASL(krb))
 	}
 	return opts, len(opts) > 0, nil
 }
@@ -369,7 +392,7 @@ func (a *app) connect(ctx context.Context, strict bool) (*zkrecipes.Session, err
 // server's reason, such as a failed TLS handshake.
 func (a *app) connectError(servers string, err error) error {
 	if errors.Is(err, zkclient.ErrAuthFailed) {
-		return withCode(exitFailure, fmt.Errorf("ZooKeeper at %s refused the credentials (see --auth, --sasl-user, --tls-cert): %w", servers, err))
+		return withCode(exitFailure, fmt.Errorf("ZooKeeper at %s refused the credentials (see --auth, --sasl-user, --kerberos-principal, --tls-cert): %w", servers, err))
 	}
 	hint := "is it running? see --servers; a secure client port needs --tls-ca"
 	if cfg, _ := a.tlsConfig(); cfg != nil {
@@ -464,7 +487,7 @@ func recipeError(what string, err error) error {
 	case errors.Is(err, zkrecipes.ErrInvalidPath), errors.Is(err, zkrecipes.ErrInvalidArgument):
 		return withCode(exitUsage, err)
 	case errors.Is(err, zkclient.ErrNoAuth):
-		return withCode(exitFailure, fmt.Errorf("%s: %w (the node's ACL refuses this session's credentials; see --auth, --sasl-user, --tls-cert)", what, err))
+		return withCode(exitFailure, fmt.Errorf("%s: %w (the node's ACL refuses this session's credentials; see --auth, --sasl-user, --kerberos-principal, --tls-cert)", what, err))
 	}
 	return withCode(exitFailure, fmt.Errorf("%s: %w", what, err))
 }

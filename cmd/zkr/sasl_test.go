@@ -78,8 +78,8 @@ func TestSASL(t *testing.T) {
 	for _, tt := range []struct {
 		name, args, want string
 	}{
-		{"wrong password", "--sasl-user zkr --sasl-password wrong", "refused the credentials (see --auth, --sasl-user, --tls-cert)"},
-		{"no credentials", "", "not authenticated (the node's ACL refuses this session's credentials; see --auth, --sasl-user, --tls-cert)"},
+		{"wrong password", "--sasl-user zkr --sasl-password wrong", "refused the credentials (see --auth, --sasl-user, --kerberos-principal, --tls-cert)"},
+		{"no credentials", "", "not authenticated (the node's ACL refuses this session's credentials; see --auth, --sasl-user, --kerberos-principal, --tls-cert)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := zkr(t, append(strings.Fields(tt.args), "--servers", addr, "lock", path, "--", "true")...)

@@ -34,7 +34,7 @@ func (a *app) measureServers(ctx context.Context, cmd *cobra.Command, embedded b
 		if _, secured, err := a.security(); err != nil {
 			return nil, "", nil, err
 		} else if secured {
-			return nil, "", nil, usagef("cannot use TLS or credentials: the workloads connect in plain text without them (unset --tls-ca, --tls-cert, --tls-key, --auth, --sasl-user, --sasl-password and their $ZKR_ variables)")
+			return nil, "", nil, usagef("cannot use TLS or credentials: the workloads connect in plain text without them (unset --tls-ca, --tls-cert, --tls-key, --auth, --sasl-user, --sasl-password, --kerberos-principal and their $ZKR_ variables)")
 		}
 		s, err := a.connect(ctx, false)
 		if err != nil {
