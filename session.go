@@ -74,6 +74,17 @@ func WithDigestAuth(user, password string) SessionOption {
 	return WithClientOptions(zkclient.WithDigestAuth(user, password))
 }
 
+// WithSASL authenticates the session with SASL, as ZooKeeper's JAAS Client
+// section does: zkclient.DigestMD5(user, password) against a server whose
+// JAAS Server section lists the user. The exchange runs on every connection
+// before anything else (two round trips for DIGEST-MD5); NewSession fails
+// with an error wrapping zkclient.ErrAuthFailed if the server refuses. Use
+// zkclient.SASLACL (or zkclient.AuthACL) with WithACL to restrict the
+// recipes' nodes to the SASL user.
+func WithSASL(m zkclient.SASLMechanism) SessionOption {
+	return WithClientOptions(zkclient.WithSASL(m))
+}
+
 // WithTLS connects over TLS to the servers' secure client port (see
 // zkclient.WithTLS); with a client certificate in cfg the server also
 // authenticates the session under its x509 scheme.
@@ -95,9 +106,9 @@ func WithClientOptions(opts ...zkclient.Option) SessionOption {
 
 // WithACL sets the ACL of every node the recipes create, including the
 // missing parents of a recipe path (default: world, all permissions). Use
-// zkclient.DigestACL or zkclient.AuthACL with WithDigestAuth to restrict
-// them; create shared ancestors beforehand if other clients must write
-// under them.
+// zkclient.DigestACL with WithDigestAuth, zkclient.SASLACL with WithSASL,
+// or zkclient.AuthACL with either, to restrict them; create shared
+// ancestors beforehand if other clients must write under them.
 func WithACL(acl []zkclient.ACL) SessionOption {
 	return func(c *sessionConfig) { c.acl = acl }
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // Nodes the recipes create carry the session's ACL; with digest auth the
@@ -115,5 +116,42 @@ func TestSessionUserStateCallback(t *testing.T) {
 	defer mu.Unlock()
 	if !slices.Contains(seen, zkclient.StateExpired) {
 		t.Errorf("the user's callback saw %v, not the expiry", seen)
+	}
+}
+
+// A session authenticated with SASL DIGEST-MD5 (against a server with a
+// JAAS file) keeps its lock nodes to itself with a sasl ACL; a wrong
+// password is a refusal NewSession reports at once.
+func TestSessionSASL(t *testing.T) {
+	cluster := zktest.StartT(t, zktest.Options{SASLUsers: map[string]string{"app": "s3cret"}})
+	e := newEnvOn(t, cluster.Addrs())
+	ctx := ctxTimeout(t, time.Minute)
+	lock := e.path + "/lock"
+	for _, p := range []string{"/test", e.path} {
+		if _, err := e.admin.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatalf("create %s: %v", p, err)
+		}
+	}
+	app := zkrecipes.WithSASL(zkclient.DigestMD5("app", "s3cret"))
+	s := e.session(app, zkrecipes.WithACL(zkclient.SASLACL(zkclient.PermAll, "app")))
+	m := zkrecipes.NewMutex(s, lock)
+	must(t, m.Lock(ctx), "Lock with SASL")
+	if _, _, err := e.admin.Children(lock); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("unauthenticated listing = %v, want NoAuth", err)
+	}
+	must(t, m.Unlock(ctx), "Unlock")
+	if err := zkrecipes.NewMutex(e.session(), lock).Lock(ctx); !errors.Is(err, zkclient.ErrNoAuth) {
+		t.Errorf("Lock without credentials = %v, want an error wrapping zkclient.ErrNoAuth", err)
+	}
+	if kids, _, err := s.Client().Children(ctx, lock); err != nil || len(kids) > 0 {
+		t.Errorf("left under the lock: %v %v", kids, err)
+	}
+	// The directory is the SASL user's: delete it before the cleanup,
+	// which is not authenticated.
+	must(t, s.Client().Delete(ctx, lock, -1), "delete the lock's directory")
+
+	_, err := zkrecipes.NewSession(ctx, cluster.Addrs(), zkrecipes.WithSASL(zkclient.DigestMD5("app", "wrong")))
+	if !errors.Is(err, zkclient.ErrAuthFailed) || ctx.Err() != nil || !strings.HasPrefix(err.Error(), "zkrecipes: ") {
+		t.Errorf("NewSession with a wrong password = %v, want an error wrapping zkclient.ErrAuthFailed", err)
 	}
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, what the tests need and the machine lacks:
 # Apache ZooKeeper 3.8 (real server for the tests), Curator's recipes (Java
-# interop tests), kazoo (Python interop tests) and a JDK (javac).
+# interop tests), kazoo (Python interop tests), a JDK (javac) and MIT
+# Kerberos (a KDC for the Kerberos tests).
 set -euo pipefail
 
 need=()
@@ -13,6 +14,11 @@ need=()
 [ -f /usr/share/java/slf4j-nop.jar ] || need+=(libslf4j-java)
 /usr/bin/python3 -c 'import kazoo' 2>/dev/null || need+=(python3-kazoo)
 command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
+# MIT Kerberos, for zktest's KDC (the SASL GSSAPI tests): krb5kdc and
+# kdb5_util (krb5-kdc, which pulls in kinit), kadmin.local
+# (krb5-admin-server). They live in /usr/sbin.
+[ -x /usr/sbin/krb5kdc ] || need+=(krb5-kdc)
+[ -x /usr/sbin/kadmin.local ] || need+=(krb5-admin-server)
 
 if [ ${#need[@]} -eq 0 ]; then
 	echo "install-deps: everything is installed"

@@ -316,7 +316,7 @@ func (c *Client) finish(st State, err error) {
 	if c.closing {
 		st, err = StateClosed, ErrClosed
 	}
-	if st == StateClosed {
+	if st == StateClosed || c.id == 0 { // no session to name
 		c.err = err
 	} else {
 		c.err = fmt.Errorf("%w (session 0x%x)", err, c.id)
@@ -434,6 +434,10 @@ func (c *Client) dialRound(ctx context.Context, first bool) (*conn, error) {
 			}
 			if errors.Is(err, ErrSessionExpired) {
 				c.finish(StateExpired, ErrSessionExpired)
+				return nil, c.Err()
+			}
+			if errors.Is(err, ErrAuthFailed) {
+				c.finish(StateAuthFailed, err)
 				return nil, c.Err()
 			}
 			if c.Err() != nil {

@@ -54,6 +54,15 @@ type conn struct {
 func (c *Client) open(ctx context.Context, addr string) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.connectTimeout())
 	defer cancel()
+	var sasl saslStart
+	if m := c.cfg.sasl; m != nil {
+		// Before the handshake: credentials the mechanism cannot get
+		// (a KDC's refusal) leave no session behind on the server.
+		var err error
+		if sasl, err = startSASL(ctx, m, addr); err != nil {
+			return nil, err
+		}
+	}
 	nc, err := c.dialAddr(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -124,6 +133,16 @@ func (c *Client) open(ctx context.Context, addr string) (*conn, error) {
 	c.id, c.passwd, c.timeout, c.server = resp.SessionID, resp.Passwd, timeout, addr
 	auths := append([]authInfo(nil), c.auths...)
 	c.mu.Unlock()
+
+	if sasl.ex != nil {
+		// SASL comes first: until it completes nothing else is sent, not
+		// even a ping (a server with sessionRequireClientSASLAuth drops a
+		// connection that sends anything else before).
+		if err := cn.authenticateSASL(ctx, sasl); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
 
 	for _, a := range auths {
 		cn.primed = append(cn.primed, cn.sendAuth(a))
@@ -217,11 +236,7 @@ func (cn *conn) enqueue(r *jute.Request, cl *call, before func()) {
 	if r.Op == jute.OpPing {
 		r.Xid = jute.XidPing
 	} else {
-		r.Xid = cn.c.xid.Add(1)
-		if r.Xid < 0 { // wrapped after 2^31 requests
-			cn.c.xid.Store(1)
-			r.Xid = 1
-		}
+		r.Xid = cn.c.nextXid()
 	}
 	cn.out = jute.AppendFrame(cn.out, r)
 	if len(cn.out)-n-4 > cn.c.cfg.maxFrame {
@@ -247,6 +262,21 @@ func (cn *conn) enqueue(r *jute.Request, cl *call, before func()) {
 	select {
 	case cn.wake <- struct{}{}:
 	default:
+	}
+}
+
+// nextXid returns the xid of the next request: they count up from 1 and
+// wrap back to 1 after 2^31-1, never reaching the special negative ones.
+func (c *Client) nextXid() int32 {
+	for {
+		old := c.xid.Load()
+		next := old + 1
+		if next <= 0 {
+			next = 1
+		}
+		if c.xid.CompareAndSwap(old, next) {
+			return next
+		}
 	}
 }
 

@@ -5,7 +5,9 @@
 // reported as a stream of states.
 //
 // It speaks ZooKeeper 3.5 to 3.9's wire protocol (internal/jute): TLS
-// (secureClientPort), digest and other auth schemes, chroot, setWatches2
+// (secureClientPort), digest and other auth schemes, SASL (WithSASL:
+// DIGEST-MD5 as ZooKeeper's JAAS configuration serves it, Kerberos GSSAPI
+// with the kerberos package), chroot, setWatches2
 // after a reconnection, addWatch and removeWatches, multi and multiRead,
 // TTL and container nodes.
 //

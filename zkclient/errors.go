@@ -32,6 +32,7 @@ const (
 	ErrNoWatcher               Code = Code(jute.ErrNoWatcher)
 	ErrReconfigDisabled        Code = Code(jute.ErrReconfigDisabled)
 	ErrSessionMoved            Code = -118
+	ErrSASLRequired            Code = -124 // the server requires SASL (sessionRequireClientSASLAuth) and closed the connection
 	ErrNotReadOnly             Code = -119
 	ErrQuotaExceeded           Code = -125
 	ErrThrottled               Code = -127
@@ -56,6 +57,7 @@ var codeNames = map[Code]string{
 	ErrNoWatcher:               "no such watcher",
 	ErrReconfigDisabled:        "reconfiguration disabled",
 	ErrSessionMoved:            "session moved to another server",
+	ErrSASLRequired:            "session closed: SASL authentication required",
 	ErrNotReadOnly:             "server is read-only",
 	ErrQuotaExceeded:           "quota exceeded",
 	ErrThrottled:               "request throttled",
@@ -66,7 +68,6 @@ var codeNames = map[Code]string{
 	-14:                        "reconfiguration in progress",
 	-120:                       "ephemeral node on a local session",
 	-122:                       "request timeout",
-	-124:                       "session closed: SASL authentication required",
 }
 
 func (c Code) Error() string {

@@ -2,6 +2,7 @@ package zkclient_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -125,4 +126,34 @@ func ExampleClient_States() {
 	// Output:
 	// suspended
 	// expired
+}
+
+// SASL DIGEST-MD5, as a ZooKeeper with a JAAS Server section
+// (user_bob="s3cret") serves it: the session is known as sasl:bob, which a
+// sasl ACL names; a wrong password is refused at once.
+func ExampleWithSASL() {
+	srv := zkserver.NewServer(zkserver.Options{SASLUsers: map[string]string{"bob": "s3cret"}})
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	c, err := zkclient.Connect(ctx, []string{srv.Addr()}, zkclient.WithSASL(zkclient.DigestMD5("bob", "s3cret")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Create(ctx, "/bobs", []byte("x"), zkclient.Persistent, zkclient.SASLACL(zkclient.PermAll, "bob")); err != nil {
+		log.Fatal(err)
+	}
+	who, _ := c.WhoAmI(ctx)
+	fmt.Println(who)
+
+	_, err = zkclient.Connect(ctx, []string{srv.Addr()}, zkclient.WithSASL(zkclient.DigestMD5("bob", "guess")))
+	fmt.Println(errors.Is(err, zkclient.ErrAuthFailed))
+	// Output:
+	// [{sasl bob} {ip 127.0.0.1}]
+	// true
 }

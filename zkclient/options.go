@@ -25,6 +25,7 @@ type config struct {
 	dial           Dialer
 	chroot         string
 	auth           []authInfo
+	sasl           SASLMechanism
 	log            *slog.Logger
 	maxFrame       int // largest request frame sent
 	maxReply       int // largest reply frame read

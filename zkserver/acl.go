@@ -46,7 +46,13 @@ func allowed(acl []jute.ACL, ids []jute.ID, perm int32) bool {
 // idMatches reports whether the identity id matches the id of an ACL entry
 // of the same scheme.
 func idMatches(id jute.ID, aclID string) bool {
-	if id.Scheme != "ip" {
+	switch id.Scheme {
+	case "sasl":
+		// ZooKeeper's SASL provider lets the SASL user "super" match
+		// every sasl entry.
+		return id.ID == aclID || id.ID == "super"
+	case "ip":
+	default:
 		return id.ID == aclID
 	}
 	acl, bits, ok := parseIPACL(aclID)
@@ -144,11 +150,12 @@ func (s *Server) fixACL(acl []jute.ACL, ids []jute.ID) ([]jute.ACL, int32) {
 			}
 			add(a)
 		case "auth":
-			// Every identity of a provider that authenticates (digest
-			// and x509; not ip), in the order ZooKeeper iterates them.
+			// Every identity of a provider that authenticates (digest,
+			// x509 and sasl; not ip), in the order ZooKeeper iterates
+			// them.
 			found := false
 			for _, id := range javaSetOrder(ids) {
-				if id.Scheme == "digest" || id.Scheme == "x509" {
+				if id.Scheme == "digest" || id.Scheme == "x509" || id.Scheme == "sasl" {
 					add(jute.ACL{Perms: a.Perms, ID: id})
 					found = true
 				}
@@ -171,6 +178,13 @@ func (s *Server) fixACL(acl []jute.ACL, ids []jute.ID) ([]jute.ACL, int32) {
 			// ZooKeeper, whose x509 provider checks that the id parses
 			// as a distinguished name.
 			if s.opts.TLS == nil || !validX509ID(a.ID.ID) {
+				return nil, jute.ErrInvalidACL
+			}
+			add(a)
+		case "sasl":
+			// Known only with SASL users configured, as ZooKeeper knows
+			// the scheme only with its SASL provider registered.
+			if len(s.opts.SASLUsers) == 0 || !validSASLID(a.ID.ID) {
 				return nil, jute.ErrInvalidACL
 			}
 			add(a)

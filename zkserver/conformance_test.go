@@ -49,6 +49,7 @@ func TestMain(m *testing.M) {
 		realZK.Close()
 	}
 	closeTLSPair()
+	closeSASLPairs()
 	os.Exit(code)
 }
 

@@ -26,6 +26,7 @@ type conn struct {
 	sess     *session
 	sid      int64     // the session the connection has or last had, for cons, wchc and dump
 	auth     []jute.ID // identities, in the order they were added
+	sasl     saslState
 	recv     int64
 	sent     int64
 	lastOp   string

@@ -33,6 +33,16 @@ func (s *Server) process(c *conn, r *jute.Request, start time.Time, bad *malform
 	}()
 
 	switch {
+	case r.Op == jute.OpSASL:
+		// As ZooKeeper, which answers SASL outside its request
+		// pipeline; a malformed one closes the connection.
+		return bad == nil && s.sasl(c, r)
+	case s.opts.RequireSASL && r.Op != jute.OpAuth && !c.hasSASL():
+		// ZooKeeper (sessionRequireClientSASLAuth) checks this before
+		// anything else, pings included, and closes the connection.
+		c.reply(r.Xid, 0, errSASLRequired, nil)
+		c.closeAfterFlush()
+		return false
 	case bad != nil:
 		// MarshallingError. ZooKeeper gives a write its zxid before it
 		// reads the record, and reads a multiRead of writes only, failing

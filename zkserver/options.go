@@ -2,6 +2,7 @@ package zkserver
 
 import (
 	"crypto/tls"
+	"maps"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
@@ -76,6 +77,30 @@ type Options struct {
 	// TLS.
 	SecureAddr string
 
+	// SASLUsers, if not empty, lets these users (name to password)
+	// authenticate with SASL DIGEST-MD5, as ZooKeeper does with a JAAS
+	// Server section (user_<name>="<password>") and its SASL
+	// authentication provider: ZooKeeper's realm and names
+	// ("zk-sasl-md5", "zookeeper"), quality of protection auth. A
+	// connection that completes the exchange is known as sasl:<name>,
+	// the name as given (no Kerberos name rules); ACLs may then use the
+	// sasl scheme (invalid without SASLUsers, as on a ZooKeeper without
+	// the provider), and auth ACLs include the identity. A refused
+	// exchange, including an unknown user's, is answered AuthFailed and
+	// closes the connection. (ZooKeeper 3.8.0 lets an unknown user in
+	// with the password of the last user who authenticated,
+	// ZOOKEEPER-4839; zkserver does not.) Without SASLUsers a sasl
+	// request gets a null token, as from ZooKeeper without JAAS.
+	SASLUsers map[string]string
+
+	// RequireSASL makes the server answer any request but auth and sasl
+	// from a connection that has not completed SASL with error -124
+	// (session closed: SASL authentication required) and close the
+	// connection, pings included, as ZooKeeper with
+	// sessionRequireClientSASLAuth=true. A failed exchange is then also
+	// answered -124. Needs SASLUsers (Start fails without).
+	RequireSASL bool
+
 	// SnapshotCount is the number of transactions after which the state
 	// is written to a new snapshot and a new log is started, older files
 	// being removed once the snapshot is on disk. Writes go on while the
@@ -104,6 +129,7 @@ func (o Options) withDefaults() Options {
 	if o.MaxFrame <= 0 {
 		o.MaxFrame = jute.MaxFrame
 	}
+	o.SASLUsers = maps.Clone(o.SASLUsers)
 	if o.TLS != nil && o.SecureAddr == "" {
 		o.SecureAddr = "127.0.0.1:0"
 	}

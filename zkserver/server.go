@@ -7,8 +7,9 @@
 //
 // It implements sessions (negotiation, expiry, reconnection), the data
 // tree (persistent, ephemeral, sequential, container and TTL nodes, null
-// data apart from empty data), ACLs (world, digest, ip, auth, and x509
-// for clients of the TLS port, Options.TLS), one-shot and persistent
+// data apart from empty data), ACLs (world, digest, ip, auth, x509
+// for clients of the TLS port, Options.TLS, and sasl for sessions that
+// logged in with SASL DIGEST-MD5, Options.SASLUsers), one-shot and persistent
 // watches, multi, the four-letter words in ZooKeeper's formats (srvr,
 // stat, cons, mntr, envi, conf, dump, wchs, wchc, wchp, isro, dirs, ...),
 // and controls a test needs: ExpireSession, DropConnections, Restart,
@@ -16,7 +17,7 @@
 // Options.DataDir, also in a transaction log and snapshots that a new
 // server on the same directory loads. It is trusted as far as the
 // conformance suite, run against both zkserver and a real ZooKeeper 3.8,
-// shows. It has no SASL. It is no replacement for an ensemble.
+// shows. It has no Kerberos. It is no replacement for an ensemble.
 package zkserver
 
 import (
@@ -132,6 +133,9 @@ func (s *Server) Start(addr string) error {
 	s.mu.Unlock()
 	if addr == "" && s.opts.TLS == nil {
 		return errors.New("zkserver: no address to listen on")
+	}
+	if s.opts.RequireSASL && len(s.opts.SASLUsers) == 0 {
+		return errors.New("zkserver: Options.RequireSASL needs SASLUsers")
 	}
 	var ln, secureLn net.Listener
 	closeAll := func() {

@@ -48,6 +48,15 @@ type Cluster struct {
 // returns the error of Available.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	opts = opts.withDefaults()
+	if err := checkSASLUsers(opts.SASLUsers); err != nil {
+		return nil, err
+	}
+	if opts.RequireSASL && len(opts.SASLUsers) == 0 && opts.Kerberos == nil {
+		return nil, fmt.Errorf("zktest: Options.RequireSASL needs SASLUsers or Kerberos")
+	}
+	if opts.Kerberos != nil && len(opts.SASLUsers) > 0 {
+		return nil, fmt.Errorf("zktest: Options.Kerberos and SASLUsers together: a ZooKeeper server offers one SASL mechanism")
+	}
 	if emb, err := useEmbedded(opts); err != nil {
 		return nil, err
 	} else if emb {
@@ -89,6 +98,11 @@ func start(ctx context.Context, opts Options, j jvm) (c *Cluster, err error) {
 	}
 	if err := c.layout(); err != nil {
 		return nil, err
+	}
+	if len(opts.SASLUsers) > 0 || opts.Kerberos != nil {
+		if err := writeJAAS(ctx, c.members[0].jaasPath, opts); err != nil {
+			return nil, err
+		}
 	}
 	for _, m := range c.members {
 		if err := m.start(j, opts); err != nil {
@@ -142,6 +156,12 @@ func (c *Cluster) layout() error {
 		}
 		if c.tls != nil {
 			m.securePort = ports[per*i+3]
+		}
+		if len(c.opts.SASLUsers) > 0 || c.opts.Kerberos != nil {
+			m.jaasPath = filepath.Join(c.dir, "jaas.conf") // shared by the members
+		}
+		if c.opts.Kerberos != nil {
+			m.krb5Conf = c.opts.Kerberos.Config()
 		}
 		if log != nil {
 			m.log, m.tail = log, new(tailBuffer)

@@ -6,7 +6,10 @@
 // returns can stop, kill and restart members to exercise failover, and
 // Close removes everything it started. With Options.TLS every member also
 // serves TLS clients on a secure port, with certificates made at Start
-// (SecureAddrs, ClientTLS, TLSFiles).
+// (SecureAddrs, ClientTLS, TLSFiles). With Options.SASLUsers the server
+// gets a JAAS file and accepts SASL DIGEST-MD5 logins of those users;
+// StartKDC runs a Kerberos KDC (MIT's, from Debian's krb5-kdc) and
+// Options.Kerberos a server that accepts GSSAPI logins of its principals.
 //
 // For fault injection between one client and one server, Proxy forwards TCP
 // connections and can delay, pause, blackhole or cut them, including a

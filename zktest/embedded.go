@@ -31,12 +31,12 @@ func serverKind() (string, error) {
 // useEmbedded reports whether Start should run zkserver for opts.
 func useEmbedded(opts Options) (bool, error) {
 	kind, err := serverKind()
-	return kind == "zkserver" && opts.Servers <= 1 && !opts.TLS, err
+	return kind == "zkserver" && opts.Servers <= 1 && !opts.TLS && opts.Kerberos == nil, err
 }
 
 // startEmbedded returns a Cluster of one member served by zkserver, with
 // the tick and session timeout bounds a real server would get from
-// config.
+// config, and the same SASL users.
 func startEmbedded(opts Options) (*Cluster, error) {
 	tick := opts.TickTime
 	s := zkserver.NewServer(zkserver.Options{
@@ -44,6 +44,8 @@ func startEmbedded(opts Options) (*Cluster, error) {
 		TTLEnabled:        opts.TTL,
 		MinSessionTimeout: 2 * tick,
 		MaxSessionTimeout: max(60*time.Second, 2*tick),
+		SASLUsers:         opts.SASLUsers,
+		RequireSASL:       opts.RequireSASL,
 	})
 	if err := s.Start("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("zktest: %w", err)

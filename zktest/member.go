@@ -28,6 +28,8 @@ type member struct {
 	peerPort     int
 	electionPort int
 	securePort   int         // the TLS client port, 0 without Options.TLS
+	jaasPath     string      // the JAAS file, "" without Options.SASLUsers or Kerberos
+	krb5Conf     string      // the KDC's krb5.conf, "" without Options.Kerberos
 	log          io.Writer   // shared Options.Log, or nil
 	tail         *tailBuffer // the end of what went to log
 
@@ -47,7 +49,7 @@ func (m *member) javaArgs(j jvm, opts Options) []string {
 	if opts.Production {
 		jit = "-XX:+TieredCompilation"
 	}
-	return []string{
+	args := []string{
 		"-Xmx" + opts.Heap,
 		"-XX:+UseSerialGC",
 		jit,
@@ -60,10 +62,18 @@ func (m *member) javaArgs(j jvm, opts Options) []string {
 		"-Dzookeeper.fastleader.maxNotificationInterval=1000",
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+	}
+	if m.jaasPath != "" {
+		args = append(args, "-Djava.security.auth.login.config="+m.jaasPath)
+	}
+	if m.krb5Conf != "" {
+		args = append(args, "-Djava.security.krb5.conf="+m.krb5Conf)
+	}
+	return append(args,
 		"-cp", j.classpath,
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain",
 		m.cfgPath,
-	}
+	)
 }
 
 // start launches the member's JVM. It fails if the member is running.

@@ -55,8 +55,9 @@ With --servers (or $ZKR_SERVERS) it runs there; the server must accept as many
 connections from this host as there are clients (maxClientCnxns). Without them
 it starts a throwaway Apache ZooKeeper that syncs its log to disk like a
 production server, and removes it at the end. The workloads connect in plain
-text without credentials: --tls-ca, --tls-cert, --tls-key and --auth are
-refused with --servers and do not apply without.`,
+text without credentials: --tls-ca, --tls-cert, --tls-key, --auth,
+--sasl-user and --kerberos-principal are refused with --servers and do not
+apply without.`,
 		Example: `  zkr bench
   zkr bench --clients 1,10,100 --recipes zkrecipes,go-zookeeper
   zkr bench --chain --clients 10,500

@@ -53,8 +53,8 @@ as many connections from this host as the scenario opens (maxClientCnxns).
 Without them it runs on zkrecipes' embedded ZooKeeper-compatible server
 (zkserver, a single node inside this process: no Java needed), and says so on
 stderr. The workloads connect in plain text without credentials: --tls-ca,
---tls-cert, --tls-key and --auth are refused with --servers and do not apply
-without.
+--tls-cert, --tls-key, --auth, --sasl-user and --kerberos-principal are refused
+with --servers and do not apply without.
 
 Without a scenario, zkr demo runs herd, with herd's flags.`,
 		Example: `  zkr demo

@@ -16,10 +16,14 @@
 // ending in a chroot to which every PATH is relative, as in
 // "zk1:2181,zk2:2181/app"; default $ZKR_SERVERS, then 127.0.0.1:2181),
 // --session-timeout, --connect-timeout and -v. --tls-ca (server-authenticated
-// TLS), --tls-cert with --tls-key (a client certificate) and --auth
-// user:password (digest) secure the session; $ZKR_TLS_CA, $ZKR_TLS_CERT,
-// $ZKR_TLS_KEY and $ZKR_AUTH stand in for them, a flag winning over its
-// variable. They do not apply to a server zkr starts itself (demo and bench
+// TLS), --tls-cert with --tls-key (a client certificate), --auth
+// user:password (digest), --sasl-user with --sasl-password (SASL
+// DIGEST-MD5) and --kerberos-principal (SASL GSSAPI, with
+// --kerberos-keytab, --kerberos-password or kinit's cache, and
+// --krb5-config) secure the session; $ZKR_TLS_CA, $ZKR_TLS_CERT,
+// $ZKR_TLS_KEY, $ZKR_AUTH, $ZKR_SASL_USER, $ZKR_SASL_PASSWORD,
+// $ZKR_KERBEROS_PRINCIPAL, $ZKR_KERBEROS_KEYTAB, $ZKR_KERBEROS_PASSWORD and
+// $KRB5_CONFIG stand in for them, a flag winning over its variable. They do not apply to a server zkr starts itself (demo and bench
 // without --servers). "zkr COMMAND --help" describes each command, with
 // examples.
 //
@@ -32,9 +36,10 @@
 //
 //	0    success
 //	1    internal or ZooKeeper error, including credentials refused by the
-//	     server or by a node's ACL (--auth, --tls-cert) and a missing chroot
+//	     server or by a node's ACL (--auth, --sasl-user,
+//	     --kerberos-principal, --tls-cert) and a missing chroot
 //	2    bad input: unknown flag, bad path, bad duration, missing command,
-//	     unreadable or invalid TLS file
+//	     unreadable or invalid TLS or Kerberos file
 //	3    --timeout expired before the lock or leadership was obtained
 //	4    not obtained without waiting: lock held (--try), member id taken
 //	5    lock, leadership or membership lost while the command ran; the

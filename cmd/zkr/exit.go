@@ -32,9 +32,10 @@ const exitCodesHelp = `Exit status:
   status (128+N if the command was killed by signal N), except:
   0    success
   1    internal or ZooKeeper error, including credentials refused by the
-       server or by a node's ACL (--auth, --tls-cert) and a missing chroot
+       server or by a node's ACL (--auth, --sasl-user, --kerberos-principal,
+       --tls-cert) and a missing chroot
   2    bad input: unknown flag, bad path, bad duration, missing command,
-       unreadable or invalid TLS file
+       unreadable or invalid TLS or Kerberos file
   3    --timeout expired before the lock or leadership was obtained
   4    not obtained without waiting: lock held (--try), member id taken
   5    lock, leadership or membership lost while the command ran; the command

@@ -54,7 +54,17 @@ func TestBadInput(t *testing.T) {
 		{"tls cert not PEM", []string{"join", "--tls-cert", "main.go", "--tls-key", "root.go", "/x", "--id", "a"}, exitUsage, `--tls-cert "main.go" with --tls-key "root.go": tls: failed to find any PEM data`},
 		{"auth without colon", []string{"lock", "--auth", "zkr-s3cret", "/x", "--", "true"}, exitUsage, "--auth: expected user:password (digest scheme), found no colon"},
 		{"auth without user", []string{"inspect", "--auth", ":s3cret", "/x"}, exitUsage, "--auth: expected user:password (digest scheme), the user is empty"},
-		{"bench with auth", []string{"bench", "--servers", "127.0.0.1:1", "--auth", "zkr:s3cret"}, exitUsage, "cannot use TLS or --auth"},
+		{"bench with auth", []string{"bench", "--servers", "127.0.0.1:1", "--auth", "zkr:s3cret"}, exitUsage, "cannot use TLS or credentials"},
+		{"sasl user without password", []string{"lock", "--sasl-user", "zkr", "/x", "--", "true"}, exitUsage, "--sasl-user given without --sasl-password ($ZKR_SASL_PASSWORD)"},
+		{"sasl password without user", []string{"inspect", "--sasl-password", "s3cret", "/x"}, exitUsage, "--sasl-password given without --sasl-user ($ZKR_SASL_USER)"},
+		{"demo with sasl", []string{"demo", "--servers", "127.0.0.1:1", "--sasl-user", "zkr", "--sasl-password", "s3cret"}, exitUsage, "cannot use TLS or credentials"},
+		{"sasl and kerberos", []string{"lock", "--sasl-user", "zkr", "--sasl-password", "s3cret", "--kerberos-principal", "zkr", "--kerberos-password", "s3cret", "--krb5-config", "/dev/null", "/x", "--", "true"}, exitUsage, "a session logs in with one SASL mechanism"},
+		{"kerberos keytab without principal", []string{"lock", "--kerberos-keytab", "zkr.keytab", "/x", "--", "true"}, exitUsage, "--kerberos-keytab given without --kerberos-principal"},
+		{"kerberos keytab unreadable", []string{"inspect", "--kerberos-principal", "zkr@R", "--krb5-config", "/dev/null", "--kerberos-keytab", "/nonexistent/zkr.keytab", "/x"}, exitUsage, `--kerberos-keytab "/nonexistent/zkr.keytab": cannot read: no such file or directory`},
+		{"kerberos config unreadable", []string{"inspect", "--kerberos-principal", "zkr@R", "--krb5-config", "/nonexistent/krb5.conf", "/x"}, exitUsage, `--krb5-config "/nonexistent/krb5.conf": cannot read: no such file or directory`},
+		{"kerberos without realm", []string{"inspect", "--kerberos-principal", "zkr", "--kerberos-password", "s3cret", "--krb5-config", "/dev/null", "/x"}, exitUsage, "and a realm"},
+		{"server sasl user only", []string{"server", "--sasl-user", "zkr"}, exitUsage, "SASL needs --sasl-user and --sasl-password"},
+		{"server require sasl alone", []string{"server", "--require-sasl"}, exitUsage, "--require-sasl needs --sasl-user"},
 		{"demo with tls", []string{"demo", "--servers", "127.0.0.1:1", "--tls-ca", "/nonexistent/ca.pem"}, exitUsage, `--tls-ca "/nonexistent/ca.pem": cannot read`},
 	}
 	check := func(t *testing.T, r result, code int, msg string) {

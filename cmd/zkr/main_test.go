@@ -58,7 +58,8 @@ func testMain(m *testing.M) int {
 	if shared != nil {
 		defer shared.Close()
 	}
-	defer closeTLSCluster() // if a TLS test started it
+	defer closeTLSCluster()  // if a TLS test started it
+	defer closeSASLCluster() // if a SASL test started it
 	if buildErr != nil {
 		fmt.Fprintf(os.Stderr, "building zkr: %v\n", buildErr)
 		return 1

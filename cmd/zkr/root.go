@@ -37,6 +37,13 @@ type app struct {
 	tlsCert        string
 	tlsKey         string
 	auth           string
+	saslUser       string
+	saslPassword   string
+	krbPrincipal   string
+	krbKeytab      string
+	krbPassword    string
+	krbConfig      string
+	krbServiceHost string
 	sessionTimeout time.Duration
 	connectTimeout time.Duration
 	verbose        bool
@@ -62,11 +69,16 @@ ZooKeeper servers come from --servers, else $ZKR_SERVERS, else ` + defaultServer
 A chroot suffix ("zk1:2181,zk2:2181/app") makes every PATH relative to /app.
 --tls-ca connects over TLS (ZooKeeper's secureClientPort), trusting that CA;
 --tls-cert and --tls-key, given together, present a client certificate. --auth
-user:password authenticates with the digest scheme. Each has an environment
-equivalent ($ZKR_TLS_CA, $ZKR_TLS_CERT, $ZKR_TLS_KEY, $ZKR_AUTH); a flag wins
-over its variable. They do not apply where zkr starts its own server (demo and
-bench without --servers); demo and bench refuse TLS and --auth on servers
-given to them.
+user:password authenticates with the digest scheme; --sasl-user with
+--sasl-password logs in with SASL DIGEST-MD5 (a user of the server's JAAS
+Server section); --kerberos-principal logs in with SASL GSSAPI (Kerberos),
+from --kerberos-keytab, --kerberos-password or kinit's credentials cache, with
+--krb5-config. Each has an environment equivalent ($ZKR_TLS_CA,
+$ZKR_TLS_CERT, $ZKR_TLS_KEY, $ZKR_AUTH, $ZKR_SASL_USER, $ZKR_SASL_PASSWORD,
+$ZKR_KERBEROS_PRINCIPAL, $ZKR_KERBEROS_KEYTAB, $ZKR_KERBEROS_PASSWORD,
+$KRB5_CONFIG); a flag wins over its variable. They do not apply where zkr starts its own server
+(demo and bench without --servers); demo and bench refuse TLS and credentials
+on servers given to them.
 
 ` + exitCodesHelp,
 		Example: `  zkr demo
@@ -88,6 +100,13 @@ given to them.
 	f.StringVar(&a.tlsCert, "tls-cert", "", "connect over TLS presenting the client certificate in this PEM file; needs --tls-key (default $ZKR_TLS_CERT)")
 	f.StringVar(&a.tlsKey, "tls-key", "", "the private key of --tls-cert, an unencrypted PEM file (default $ZKR_TLS_KEY)")
 	f.StringVar(&a.auth, "auth", "", "authenticate with ZooKeeper's digest scheme as user:password (default $ZKR_AUTH, which keeps the password out of the process list)")
+	f.StringVar(&a.saslUser, "sasl-user", "", "log in with SASL DIGEST-MD5 as this user of the server's JAAS configuration, known then as sasl:<user>; needs --sasl-password (default $ZKR_SASL_USER)")
+	f.StringVar(&a.saslPassword, "sasl-password", "", "the password of --sasl-user (default $ZKR_SASL_PASSWORD, which keeps it out of the process list)")
+	f.StringVar(&a.krbPrincipal, "kerberos-principal", "", "log in with SASL GSSAPI (Kerberos) as this principal, user or user@REALM, known then as sasl:user@REALM; credentials from --kerberos-keytab, else --kerberos-password, else kinit's cache ($KRB5CCNAME) (default $ZKR_KERBEROS_PRINCIPAL)")
+	f.StringVar(&a.krbKeytab, "kerberos-keytab", "", "keytab file of --kerberos-principal (default $ZKR_KERBEROS_KEYTAB)")
+	f.StringVar(&a.krbPassword, "kerberos-password", "", "password of --kerberos-principal (default $ZKR_KERBEROS_PASSWORD, which keeps it out of the process list)")
+	f.StringVar(&a.krbConfig, "krb5-config", "", "Kerberos configuration: realms, KDCs (default $KRB5_CONFIG, else /etc/krb5.conf)")
+	f.StringVar(&a.krbServiceHost, "kerberos-service-host", "", "host of the servers' principal zookeeper/HOST (default each server's host; an IP address is looked up) (default $ZKR_KERBEROS_SERVICE_HOST)")
 	f.DurationVar(&a.sessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout to ask for; a holder whose connection is down for half of it counts as lost")
 	f.DurationVar(&a.connectTimeout, "connect-timeout", 10*time.Second, "give up connecting to ZooKeeper after this long (exit status 6)")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "log the session's life (connected, suspended, expired) and each step on stderr")
@@ -241,6 +260,23 @@ func (a *app) digestAuth() (user, password string, ok bool, err error) {
 	return user, password, true, nil
 }
 
+// saslAuth returns the user and password of --sasl-user and
+// --sasl-password (or their variables), if set; one without the other is
+// bad input. The password is never repeated in a message.
+func (a *app) saslAuth() (user, password string, ok bool, err error) {
+	u := a.setting("sasl-user", a.saslUser, "ZKR_SASL_USER")
+	p := a.setting("sasl-password", a.saslPassword, "ZKR_SASL_PASSWORD")
+	switch {
+	case u.value == "" && p.value == "":
+		return "", "", false, nil
+	case p.value == "":
+		return "", "", false, usagef("%s given without --sasl-password ($ZKR_SASL_PASSWORD)", u.from)
+	case u.value == "":
+		return "", "", false, usagef("%s given without --sasl-user ($ZKR_SASL_USER)", p.from)
+	}
+	return u.value, p.value, true, nil
+}
+
 // security returns the session options of the TLS and authentication
 // settings, and whether there are any.
 func (a *app) security() (opts []zkrecipes.SessionOption, secured bool, err error) {
@@ -257,6 +293,23 @@ func (a *app) security() (opts []zkrecipes.SessionOption, secured bool, err erro
 	}
 	if ok {
 		opts = append(opts, zkrecipes.WithDigestAuth(user, password))
+	}
+	user, password, ok, err = a.saslAuth()
+	if err != nil {
+		return nil, false, err
+	}
+	if ok && a.setting("kerberos-principal", a.krbPrincipal, "ZKR_KERBEROS_PRINCIPAL").value != "" {
+		return nil, false, usagef("--sasl-user and --kerberos-principal (or their variables): a session logs in with one SASL mechanism")
+	}
+	krb, err := a.kerberosMechanism()
+	if err != nil {
+		return nil, false, err
+	}
+	switch {
+	case ok:
+		opts = append(opts, zkrecipes.WithSASL(zkclient.DigestMD5(user, password)))
+	case krb != nil:
+		opts = append(opts, zkrecipes.WithSASL(krb))
 	}
 	return opts, len(opts) > 0, nil
 }
@@ -346,7 +399,7 @@ func (a *app) connect(ctx context.Context, strict bool) (*zkrecipes.Session, err
 // server's reason, such as a failed TLS handshake.
 func (a *app) connectError(servers string, err error) error {
 	if errors.Is(err, zkclient.ErrAuthFailed) {
-		return withCode(exitFailure, fmt.Errorf("ZooKeeper at %s refused the credentials (see --auth, --tls-cert): %w", servers, err))
+		return withCode(exitFailure, fmt.Errorf("ZooKeeper at %s refused the credentials (see --auth, --sasl-user, --kerberos-principal, --tls-cert): %w", servers, err))
 	}
 	hint := "is it running? see --servers; a secure client port needs --tls-ca"
 	if cfg, _ := a.tlsConfig(); cfg != nil {
@@ -441,7 +494,7 @@ func recipeError(what string, err error) error {
 	case errors.Is(err, zkrecipes.ErrInvalidPath), errors.Is(err, zkrecipes.ErrInvalidArgument):
 		return withCode(exitUsage, err)
 	case errors.Is(err, zkclient.ErrNoAuth):
-		return withCode(exitFailure, fmt.Errorf("%s: %w (the node's ACL refuses this session's credentials; see --auth, --tls-cert)", what, err))
+		return withCode(exitFailure, fmt.Errorf("%s: %w (the node's ACL refuses this session's credentials; see --auth, --sasl-user, --kerberos-principal, --tls-cert)", what, err))
 	}
 	return withCode(exitFailure, fmt.Errorf("%s: %w", what, err))
 }

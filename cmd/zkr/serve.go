@@ -25,6 +25,7 @@ type serveFlags struct {
 	maxConnsPerIP int
 	ttl           bool
 	dataDir       string
+	requireSASL   bool
 }
 
 func (a *app) newServerCmd() *cobra.Command {
@@ -55,12 +56,20 @@ x509:CN=client,O=Example. Here these flags configure the server: their
 $ZKR_TLS_ variables, which configure zkr's client side, do not apply.
 --addr "" leaves out the plain port.
 
+With --sasl-user and --sasl-password it accepts SASL DIGEST-MD5 logins of
+that user, as ZooKeeper with a JAAS Server section listing it: the session is
+then known as sasl:<user>, for ACLs such as sasl:bob. --require-sasl also
+refuses every session that has not logged in (ZooKeeper's
+sessionRequireClientSASLAuth). Here too the flags configure the server and
+$ZKR_SASL_ variables do not apply.
+
 The addresses it listens on are printed on standard output, one a line:
 the plain port's, then the secure port's.`,
 		Example: `  zkr server                       # 127.0.0.1:2181
   zkr server --addr 127.0.0.1:0    # a free port, printed
   zkr server --data-dir ./zkdata   # durable across restarts
   zkr server --tls-cert server.pem --tls-key server-key.pem --tls-ca ca.pem
+  zkr server --sasl-user bob --sasl-password s3cret --require-sasl
   ZKR_SERVERS=127.0.0.1:2181 zkr lock /locks/x -- make`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.serve(f) },
@@ -72,6 +81,7 @@ the plain port's, then the secure port's.`,
 	fl.IntVar(&f.maxConnsPerIP, "max-conns-per-ip", 0, "limit connections from one address (maxClientCnxns); 0: no limit")
 	fl.BoolVar(&f.ttl, "ttl", false, "allow TTL nodes (zookeeper.extendedTypesEnabled)")
 	fl.StringVar(&f.dataDir, "data-dir", "", "directory for the transaction log and snapshots (created if missing); empty: in memory")
+	fl.BoolVar(&f.requireSASL, "require-sasl", false, "refuse sessions that have not logged in with SASL (sessionRequireClientSASLAuth); needs --sasl-user")
 	return cmd
 }
 
@@ -89,6 +99,13 @@ func (a *app) serve(f serveFlags) error {
 	if f.addr == "" && tlsConfig == nil {
 		return usagef("--addr \"\": no port to listen on without --tls-cert and --tls-key")
 	}
+	users, err := a.serverSASL()
+	if err != nil {
+		return err
+	}
+	if f.requireSASL && users == nil {
+		return usagef("--require-sasl needs --sasl-user and --sasl-password, the user who may log in")
+	}
 	srv := zkserver.NewServer(zkserver.Options{
 		TickTime:          f.tick,
 		MaxSessionTimeout: 20 * f.tick,
@@ -97,6 +114,8 @@ func (a *app) serve(f serveFlags) error {
 		DataDir:           f.dataDir,
 		TLS:               tlsConfig,
 		SecureAddr:        f.secureAddr,
+		SASLUsers:         users,
+		RequireSASL:       f.requireSASL,
 	})
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
@@ -125,6 +144,12 @@ func (a *app) serve(f serveFlags) error {
 	if f.dataDir != "" {
 		where = "data in " + f.dataDir
 	}
+	for user := range users {
+		where += "; SASL user " + user
+		if f.requireSASL {
+			where += ", required"
+		}
+	}
 	fmt.Fprintf(a.stderr, "zkr server: zkserver listening on %s (%s; Ctrl-C stops it)\n", strings.Join(listening, " and "), where)
 	select {
 	case s := <-sig:
@@ -140,6 +165,19 @@ func tlsAddr(cfg *tls.Config, addr string) string {
 		return ""
 	}
 	return addr
+}
+
+// serverSASL returns the SASL user of --sasl-user and --sasl-password
+// (the flags only: their environment variables are zkr's client settings),
+// or nil without them.
+func (a *app) serverSASL() (map[string]string, error) {
+	switch {
+	case a.saslUser == "" && a.saslPassword == "":
+		return nil, nil
+	case a.saslUser == "" || a.saslPassword == "":
+		return nil, usagef("SASL needs --sasl-user and --sasl-password, the user who may log in and the password")
+	}
+	return map[string]string{a.saslUser: a.saslPassword}, nil
 }
 
 // serverTLS returns the server's TLS configuration from --tls-cert,

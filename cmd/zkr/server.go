@@ -22,8 +22,8 @@ import (
 // ("" if none), under which the runs' paths go.
 //
 // The workloads open their sessions with nothing but the addresses: on the
-// user's servers, TLS and --auth are refused; on a throwaway server they
-// do not apply.
+// user's servers, TLS and credentials are refused; on a throwaway server
+// they do not apply.
 func (a *app) measureServers(ctx context.Context, cmd *cobra.Command, embedded bool, opts zktest.Options) (servers []string, root string, stop func(), err error) {
 	name := cmd.CommandPath()
 	servers, root, chosen, err := a.serverList()
@@ -34,7 +34,7 @@ func (a *app) measureServers(ctx context.Context, cmd *cobra.Command, embedded b
 		if _, secured, err := a.security(); err != nil {
 			return nil, "", nil, err
 		} else if secured {
-			return nil, "", nil, usagef("cannot use TLS or --auth: the workloads connect in plain text without credentials (unset --tls-ca, --tls-cert, --tls-key, --auth and their $ZKR_ variables)")
+			return nil, "", nil, usagef("cannot use TLS or credentials: the workloads connect in plain text without them (unset --tls-ca, --tls-cert, --tls-key, --auth, --sasl-user, --sasl-password, --kerberos-principal and their $ZKR_ variables)")
 		}
 		s, err := a.connect(ctx, false)
 		if err != nil {

@@ -97,7 +97,7 @@ func TestConnectError(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{fmt.Errorf("zkrecipes: connect: zookeeper: authenticate: %w", zkclient.ErrAuthFailed), exitFailure, "ZooKeeper at zk:2181 refused the credentials (see --auth, --tls-cert)"},
+		{fmt.Errorf("zkrecipes: connect: zookeeper: authenticate: %w", zkclient.ErrAuthFailed), exitFailure, "ZooKeeper at zk:2181 refused the credentials (see --auth, --sasl-user, --kerberos-principal, --tls-cert)"},
 		{noServer, exitConnect, "cannot connect to ZooKeeper at zk:2181 within 2s (127.0.0.1:2: handshake: EOF; is it running?"},
 		{errors.New("zkrecipes: connect: something"), exitConnect, "cannot connect to ZooKeeper at zk:2181: zkrecipes: connect: something (is it running?"},
 	}

@@ -25,6 +25,7 @@ const (
 	OpMultiRead            int32 = 22
 	OpAuth                 int32 = 100
 	OpSetWatches           int32 = 101
+	OpSASL                 int32 = 102
 	OpGetEphemerals        int32 = 103
 	OpGetAllChildrenNumber int32 = 104
 	OpSetWatches2          int32 = 105

@@ -34,6 +34,9 @@ type Request struct {
 	Scheme   string
 	Auth     []byte
 
+	// sasl (102): GetSASLRequest's token
+	Token []byte
+
 	// multi (14) and multiRead (22)
 	Ops []Request
 
@@ -48,7 +51,7 @@ func Known(op int32) bool {
 	case OpCreate, OpDelete, OpExists, OpGetData, OpSetData, OpGetACL, OpSetACL,
 		OpGetChildren, OpSync, OpPing, OpGetChildren2, OpCheck, OpMulti, OpCreate2,
 		OpReconfig, OpCheckWatches, OpRemoveWatches, OpCreateContainer, OpCreateTTL,
-		OpMultiRead, OpAuth, OpSetWatches, OpGetEphemerals, OpGetAllChildrenNumber,
+		OpMultiRead, OpAuth, OpSetWatches, OpSASL, OpGetEphemerals, OpGetAllChildrenNumber,
 		OpSetWatches2, OpAddWatch, OpWhoAmI, OpCloseSession:
 		return true
 	}
@@ -100,6 +103,8 @@ func (r *Request) decodeBody(d *Decoder, depth int) {
 		r.Path, r.Mode = d.String(), d.Int32()
 	case OpAuth:
 		r.AuthType, r.Scheme, r.Auth = d.Int32(), d.String(), d.Buffer()
+	case OpSASL:
+		r.Token = d.Buffer()
 	case OpSetWatches, OpSetWatches2:
 		r.RelativeZxid = d.Int64()
 		r.DataWatches, r.ExistWatches, r.ChildWatches = d.Strings(), d.Strings(), d.Strings()
@@ -186,6 +191,8 @@ func (r *Request) encodeBody(e *Encoder) {
 		e.Int32(r.AuthType)
 		e.String(r.Scheme)
 		e.Buffer(r.Auth)
+	case OpSASL:
+		e.Buffer(r.Token)
 	case OpSetWatches, OpSetWatches2:
 		e.Int64(r.RelativeZxid)
 		e.Strings(orEmpty(r.DataWatches))
