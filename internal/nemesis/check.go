@@ -78,6 +78,9 @@ type Counts struct {
 	OrphanChecks  int            // looks for nodes left by a failed call while its session lived
 	Orphans       int            // such looks that found some
 	ProgressMax   time.Duration  // the slowest workload's first grant after the heal
+	MultiLock     int            // holdings (one per path) granted by MultiLocks
+	Cache         CacheCounts
+	Node          NodeCounts
 	Events        int
 }
 
@@ -87,6 +90,7 @@ type holding struct {
 	client int
 	gen    int32
 	res    string
+	work   string // the workload: res, or the MultiLock's name (Event.Work)
 	mode   Mode
 	token  int64
 	op     string
@@ -128,6 +132,12 @@ func Check(events []Event, cfg Config) Report {
 	r.Counts.ProgressMax = pmax
 	r.Violations = append(r.Violations, leftovers(events)...)
 	r.Violations = append(r.Violations, errorKindsOf(events)...)
+	cv, cc := cacheCheck(events, cfg)
+	r.Violations = append(r.Violations, cv...)
+	r.Counts.Cache = cc
+	nv, nc := nodeCheck(events, cfg)
+	r.Violations = append(r.Violations, nv...)
+	r.Counts.Node = nc
 	slices.SortStableFunc(r.Violations, func(a, b Violation) int { return cmp.Compare(a.At, b.At) })
 	return r
 }
@@ -159,7 +169,7 @@ func rebuild(events []Event) (map[int32]*holding, map[sessionKey]*session) {
 				s.forced, s.forcedAt = true, e.At
 			}
 		case KindGrant:
-			h := &holding{id: e.Holding, client: e.Client, gen: e.Gen, res: e.Res, mode: e.Mode,
+			h := &holding{id: e.Holding, client: e.Client, gen: e.Gen, res: e.Res, work: cmp.Or(e.Work, e.Res), mode: e.Mode,
 				token: e.Token, op: e.Op, grant: e.At, end: math.MaxInt64, empty: e.Empty, grantI: i}
 			if e.Empty {
 				h.end = e.At
@@ -436,7 +446,7 @@ func progress(events []Event, hs map[int32]*holding, cfg Config) ([]Violation, t
 	}
 	first := map[workloadKey]time.Duration{}
 	for _, h := range hs {
-		k := workloadKey{h.client, h.res}
+		k := workloadKey{h.client, h.work}
 		if h.empty || h.grant < healed {
 			continue
 		}
@@ -558,6 +568,9 @@ func count(events []Event, hs map[int32]*holding) Counts {
 		if h.op == OpMutexRequeue {
 			c.Requeues++
 		}
+		if h.work != h.res {
+			c.MultiLock++
+		}
 		if h.empty {
 			c.EmptyGrants++
 		}
@@ -591,16 +604,22 @@ func Summary(seed uint64, faults int, wall time.Duration, r Report) string {
 	for _, n := range c.Grants {
 		total += n
 	}
-	fmt.Fprintf(&b, " grants=%d [%s] requeues=%d lost-at-grant=%d trylock-busy=%d lost=%d",
-		total, kv(c.Grants), c.Requeues, c.EmptyGrants, c.Busy, c.Lost)
+	fmt.Fprintf(&b, " grants=%d [%s] multilock-holdings=%d requeues=%d lost-at-grant=%d trylock-busy=%d lost=%d",
+		total, kv(c.Grants), c.MultiLock, c.Requeues, c.EmptyGrants, c.Busy, c.Lost)
 	fmt.Fprintf(&b, " sessions=%d expired=%d forced=%d excused-overlaps=[forced=%d expired=%d]",
 		c.Sessions, c.Expired, c.Forced, c.ExcusedForced, c.ExcusedExpiry)
 	nerr := 0
 	for _, n := range c.Errors {
 		nerr += n
 	}
-	fmt.Fprintf(&b, " writes=%d rejected=%d errors=%d [%s] progress-max=%v orphan-checks=%d orphans=%d leftovers=%d events=%d violations=%d",
-		c.Writes, c.Rejected, nerr, kv(c.Errors), c.ProgressMax.Round(time.Millisecond), c.OrphanChecks, c.Orphans, c.Leftovers, c.Events, len(r.Violations))
+	fmt.Fprintf(&b, " writes=%d rejected=%d errors=%d [%s] progress-max=%v",
+		c.Writes, c.Rejected, nerr, kv(c.Errors), c.ProgressMax.Round(time.Millisecond))
+	fmt.Fprintf(&b, " cache=[caches=%d events=%d tree-writes=%d unconfirmed=%d converged=%v]",
+		c.Cache.Caches, c.Cache.Events, c.Cache.Writes, c.Cache.Unconfirmed, c.Cache.Converged.Round(time.Millisecond))
+	fmt.Fprintf(&b, " pnode=[sets=%d unconfirmed=%d deleted=%d renewals=%d back=%v]",
+		c.Node.Sets, c.Node.Unconfirmed, c.Node.Deletes, c.Node.Renewals, c.Node.Back.Round(time.Millisecond))
+	fmt.Fprintf(&b, " orphan-checks=%d orphans=%d leftovers=%d events=%d violations=%d",
+		c.OrphanChecks, c.Orphans, c.Leftovers, c.Events, len(r.Violations))
 	return b.String()
 }
 

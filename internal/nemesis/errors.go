@@ -58,9 +58,18 @@ func Classify(err error) string {
 
 // Allowed reports whether an error of kind may come out of op: ErrLocked
 // only from a try operation, an unconfirmed close only from closing a
-// session, no reachable server only from making one; the other kinds from
-// any call.
+// session, no reachable server only from making one, a Cache's end only
+// from its session's; the other kinds from any call.
 func Allowed(op, kind string) bool {
+	switch op {
+	case OpNodeRun:
+		// Recorded only when a PersistentNode stopped keeping its node
+		// for another reason than the close of the session it was made
+		// on: its renewal covers expiries.
+		return false
+	case OpCacheNext:
+		return kind == ErrKindSessionExpired || kind == ErrKindSessionClosed
+	}
 	switch kind {
 	case "":
 		return false
@@ -89,7 +98,21 @@ const (
 	OpCampaign     = "election.campaign"
 	OpResign       = "election.resign"
 	OpAcquire      = "semaphore.acquire"
+	OpTryAcquire   = "semaphore.tryacquire"
 	OpRelease      = "semaphore.release"
+	OpMultiLock    = "multilock.lock"
+	OpMultiTryLock = "multilock.trylock"
+	OpMultiUnlock  = "multilock.unlock"
+	OpCacheNew     = "cache.new"
+	OpCacheNext    = "cache.next" // the cache stopped on its own: why
+	OpTreeCreate   = "tree.create"
+	OpTreeSet      = "tree.set"
+	OpTreeDelete   = "tree.delete"
+	OpNodeCreate   = "pnode.create"
+	OpNodeSetData  = "pnode.setdata"
+	OpNodeDelete   = "pnode.delete" // another client's PersistentNode deleted
+	OpNodeRun      = "pnode.run"    // the PersistentNode stopped keeping its node before Close: why
+	OpNodeClose    = "pnode.close"
 	OpSessionNew   = "session.new"
 	OpSessionClose = "session.close"
 	OpOrphanCheck  = "nemesis.orphan-check" // the workload's own look for nodes left behind

@@ -29,6 +29,17 @@ const (
 	KindScan                         // the leftover scan ran (Detail: what it looked at)
 	KindOrphanCheck                  // after a failed call Op, its session's nodes under Res were looked for (Detail: those left, "" if none)
 	KindQueue                        // workloads made no progress after the heal: what a recipe's path held (Detail)
+
+	KindTreeWrite   // the cache writer's create, set or delete of Path: Op, Data, Accepted (acknowledged), ErrKind (the outcome), the node's Stat when the answer had one
+	KindCacheStart  // a Cache of Client/Gen starts on Path: Holding is the cache's id
+	KindCacheEvent  // the cache Holding reported Op ("created", ...) for Path: Data, Czxid, Mzxid, Version
+	KindCopyNode    // one node of a snapshot about cache Holding: Op "cache" (its copy) or "server" (the server's tree)
+	KindSnapshot    // closes the snapshot of cache Holding: Op "end" (the cache stopped: its copy) or "final" (after the heal: copy and server tree; Accepted: the runner found them equal)
+	KindQuiet       // a workload that changes data (Res) stopped changing it after the heal (Path: the PersistentNode's)
+	KindNodeSet     // a PersistentNode of Client at Path was created (Op pnode.create) or given data (pnode.setdata): Data, Accepted (acknowledged)
+	KindNodeDelete  // Client deleted another's PersistentNode at Path (Accepted: it was there)
+	KindNodeSession // a session the PersistentNode at Path is kept on: Session (its first, or one renewal made)
+	KindNodeSeen    // after the heal, what the server held at Path: Accepted (it exists), Data, Session (its ephemeralOwner)
 )
 
 var kindNames = map[Kind]string{
@@ -37,6 +48,9 @@ var kindNames = map[Kind]string{
 	KindForcedExpiry: "forced-expiry", KindGrant: "grant", KindLost: "lost",
 	KindRelease: "release", KindWrite: "write", KindBusy: "busy", KindError: "error",
 	KindLeftover: "leftover", KindScan: "scan", KindOrphanCheck: "orphan-check", KindQueue: "queue",
+	KindTreeWrite: "tree-write", KindCacheStart: "cache-start", KindCacheEvent: "cache-event",
+	KindCopyNode: "copy-node", KindSnapshot: "snapshot", KindQuiet: "quiet", KindNodeSet: "node-set",
+	KindNodeDelete: "node-delete", KindNodeSession: "node-session", KindNodeSeen: "node-seen",
 }
 
 func (k Kind) String() string {
@@ -78,9 +92,12 @@ type Event struct {
 
 	Res     string // the resource: a recipe path's short name
 	Mode    Mode   // Grant
-	Holding int32  // Grant, Lost, Release, Write: the holding's id, unique in the history
+	Holding int32  // Grant, Lost, Release, Write: the holding's id, unique in the history; cache events: the cache's id
 	Token   int64  // Grant: the fencing token (0 for a permit); Write: the token written
 	Op      string // Grant, Busy, Error: the call ("mutex.lock", ...)
+	// Work names the workload of a Grant when Res does not: the grants
+	// of one MultiLock call, one per path, are that MultiLock workload's.
+	Work string
 
 	Empty    bool // Grant: Lost was already closed when the call returned
 	Accepted bool // Write: the register accepted it
@@ -92,6 +109,13 @@ type Event struct {
 
 	ErrKind string // Error: Classify's kind ("" if unknown); SessionEnd: why the session ended
 	Detail  string
+
+	// A node, for the cache and PersistentNode events.
+	Path    string
+	Data    string
+	Czxid   int64
+	Mzxid   int64
+	Version int32
 }
 
 // String formats the event as one timeline line.
@@ -113,6 +137,9 @@ func (e Event) String() string {
 		fmt.Fprintf(&b, " 0x%x", e.Session)
 	case KindGrant:
 		fmt.Fprintf(&b, " %s h%d %s %s token=%d", e.Res, e.Holding, e.Mode, e.Op, e.Token)
+		if e.Work != "" {
+			fmt.Fprintf(&b, " (%s)", e.Work)
+		}
 		if e.Empty {
 			b.WriteString(" (lost at grant)")
 		}
@@ -122,6 +149,30 @@ func (e Event) String() string {
 		fmt.Fprintf(&b, " %s h%d token=%d accepted=%v", e.Res, e.Holding, e.Token, e.Accepted)
 	case KindBusy, KindOrphanCheck:
 		fmt.Fprintf(&b, " %s %s", e.Res, e.Op)
+	case KindTreeWrite:
+		fmt.Fprintf(&b, " %s %s %q %s", e.Op, e.Path, e.Data, e.ErrKind)
+		if e.Czxid != 0 {
+			fmt.Fprintf(&b, " czxid=0x%x mzxid=0x%x version=%d", e.Czxid, e.Mzxid, e.Version)
+		}
+	case KindCacheStart:
+		fmt.Fprintf(&b, " cache#%d on %s", e.Holding, e.Path)
+	case KindCacheEvent, KindCopyNode:
+		fmt.Fprintf(&b, " cache#%d %s %s", e.Holding, e.Op, e.Path)
+		if e.Op != "initialized" {
+			fmt.Fprintf(&b, " %q czxid=0x%x mzxid=0x%x version=%d", e.Data, e.Czxid, e.Mzxid, e.Version)
+		}
+	case KindSnapshot:
+		fmt.Fprintf(&b, " cache#%d %s equal=%v", e.Holding, e.Op, e.Accepted)
+	case KindQuiet:
+		fmt.Fprintf(&b, " %s %s", e.Res, e.Path)
+	case KindNodeSet:
+		fmt.Fprintf(&b, " %s %s %q acknowledged=%v", e.Op, e.Path, e.Data, e.Accepted)
+	case KindNodeDelete:
+		fmt.Fprintf(&b, " %s existed=%v", e.Path, e.Accepted)
+	case KindNodeSession:
+		fmt.Fprintf(&b, " %s 0x%x", e.Path, e.Session)
+	case KindNodeSeen:
+		fmt.Fprintf(&b, " %s exists=%v %q owner=0x%x", e.Path, e.Accepted, e.Data, e.Session)
 	case KindError:
 		kind := e.ErrKind
 		if kind == "" {
@@ -197,7 +248,9 @@ func Timeline(events []Event, v Violation, window time.Duration, max int) string
 			relevant = true
 		case KindSession, KindSessionEnd, KindError:
 			relevant = v.Res == "" || clients[e.Client]
-		case KindGrant, KindLost, KindRelease, KindWrite, KindBusy, KindOrphanCheck:
+		case KindGrant, KindLost, KindRelease, KindWrite, KindBusy, KindOrphanCheck,
+			KindTreeWrite, KindCacheStart, KindCacheEvent, KindCopyNode, KindSnapshot,
+			KindQuiet, KindNodeSet, KindNodeDelete, KindNodeSession, KindNodeSeen:
 			relevant = v.Res == "" || e.Res == v.Res || holdings[e.Holding]
 		default:
 			relevant = true

@@ -105,6 +105,15 @@ type runner struct {
 	workers  sync.WaitGroup
 	sessions sync.WaitGroup // session watchers
 
+	// Closed by healAll; by the cache writer once it stopped after the
+	// heal; by the cache follower once it recorded the final snapshot.
+	healed, writerQuiet, cacheFinal chan struct{}
+	nodesQuiet                      sync.WaitGroup // the PersistentNode keepers that have not stopped changing their nodes
+	nodeClients                     []int          // the clients that keep a PersistentNode
+
+	adminMu sync.Mutex
+	admin   *zkclient.Client // the runner's own, straight to the members (see adminClient)
+
 	mu        sync.Mutex
 	seq       int32
 	live      map[int32]liveHolding
@@ -135,6 +144,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o: o, h: NewHistory(), cluster: o.Cluster, members: len(o.Cluster.Addrs()),
 		member: map[string]int{}, regs: map[string]*Register{},
 		live: map[int32]liveHolding{}, acquired: map[workloadKey]bool{},
+		healed: make(chan struct{}), writerQuiet: make(chan struct{}), cacheFinal: make(chan struct{}),
 	}
 	plan := NewPlan(PlanConfig{
 		Seed: o.Seed, Span: o.Span, Clients: o.Clients, MutexClients: o.StrictClients, Members: r.members,
@@ -146,6 +156,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Logf("  %2d. %v", i+1, f)
 	}
 	defer r.closeProxies()
+	defer func() {
+		if r.admin != nil {
+			r.admin.Close()
+		}
+	}()
 	if err := r.setUp(); err != nil {
 		return nil, err
 	}
@@ -165,8 +180,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := r.healAll(ctx); err != nil && runErr == nil {
 		runErr = err
 	}
-	if runErr == nil && !r.waitAcquired(ctx, o.ProgressBound+2*time.Second) {
-		r.dumpQueues(ctx)
+	close(r.healed)
+	if runErr == nil {
+		nodes := make(chan struct{})
+		go func() { r.checkNodes(ctx, r.nodeClients); close(nodes) }()
+		if !r.waitAcquired(ctx, o.ProgressBound+2*time.Second) {
+			r.dumpQueues(ctx)
+		}
+		<-nodes
+		select {
+		case <-r.cacheFinal:
+		case <-time.After(o.ProgressBound + 5*time.Second):
+		case <-ctx.Done():
+		}
 	}
 	stop()
 	r.workers.Wait()
@@ -178,6 +204,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	r.sessions.Wait()
+	if runErr == nil {
+		runErr = r.removeTree(ctx)
+	}
 	if runErr == nil {
 		runErr = r.scan(ctx)
 	}
@@ -207,7 +236,7 @@ func (r *runner) setUp() error {
 		r.proxies = append(r.proxies, ps)
 		r.clients = append(r.clients, &client{r: r, id: id, strict: id < r.o.StrictClients, servers: addrs})
 	}
-	for _, res := range []string{ResMutex, ResRW, ResElection} {
+	for _, res := range []string{ResMutex, ResLockA, ResLockB, ResRW, ResElection} {
 		r.regs[res] = NewRegister(r.h, res)
 	}
 	return nil
@@ -221,53 +250,128 @@ func (r *runner) closeProxies() {
 	}
 }
 
-// startWorkloads starts each client's workloads: the mutex on strict
-// clients only, the read/write lock, the election and the semaphore on all.
-func (r *runner) startWorkloads(ctx context.Context) {
-	for _, c := range r.clients {
-		res := []string{ResRW, ResElection, ResSemaphore}
-		if c.strict {
-			res = append([]string{ResMutex}, res...)
+// layout assigns the workloads to the clients. Every client runs the
+// read/write lock, the election and the semaphore. The strict clients (the
+// first ones) also run the mutual exclusion workloads, so that an overlap
+// of their holdings is never excused by a server expiry: each a plain
+// Mutex (every one of them, so that each can send the multi of a Requeue
+// that a CutAfterRequest waits for), on three paths ("mutex", "mutex-a",
+// "mutex-b"), and two of every five a MultiLock, on overlapping sets of
+// those paths ({mutex, mutex-a}, {mutex-a, mutex-b}), which they share with
+// the plain Mutexes of other clients. No client has two workloads on one
+// path (the orphan check counts the session's nodes under a workload's
+// paths as the workload's). Of the last three clients, the third from last and the
+// second from last keep a PersistentNode each, the second from last
+// churns the cache's subtree, and the last follows it with a Cache.
+func layout(clients, strict int) (works [][]work, writer, cache int, nodes []int) {
+	plain := []string{ResMutex, ResMutex, ResLockA, ResLockB, ResMutex}
+	multi := map[int][]string{3: {ResMutex, ResLockA}, 4: {ResLockA, ResLockB}}
+	for c := range clients {
+		var ws []work
+		if c < strict {
+			ws = append(ws, work{kind: workMutex, res: []string{plain[c%5]}})
+			if m, ok := multi[c%5]; ok {
+				ws = append(ws, work{kind: workMultiLock, res: m})
+			}
 		}
-		for i, name := range res {
-			w := &worker{r: r, c: c, res: name, reg: r.regs[name],
+		ws = append(ws, work{kind: workRW, res: []string{ResRW}}, work{kind: workElection, res: []string{ResElection}},
+			work{kind: workSemaphore, res: []string{ResSemaphore}})
+		works = append(works, ws)
+	}
+	writer, cache = -1, -1
+	if clients >= 3 {
+		writer, cache = clients-2, clients-1
+		nodes = []int{clients - 3, clients - 2}
+	}
+	return works, writer, cache, nodes
+}
+
+// startWorkloads starts each client's workloads (see layout).
+func (r *runner) startWorkloads(ctx context.Context) {
+	works, writer, cache, nodes := layout(r.o.Clients, r.o.StrictClients)
+	r.nodeClients = nodes
+	for _, c := range r.clients {
+		for i, wk := range works[c.id] {
+			w := &worker{r: r, c: c, w: wk, name: wk.name(),
 				rng: rand.New(rand.NewPCG(r.o.Seed, uint64(c.id)<<8|uint64(i)))}
 			r.mu.Lock()
-			r.workloads = append(r.workloads, workloadKey{c.id, name})
+			r.workloads = append(r.workloads, workloadKey{c.id, w.name})
 			r.mu.Unlock()
 			r.workers.Add(1)
 			go w.run(ctx)
 		}
 	}
+	rng := func(c, i int) *rand.Rand { return rand.New(rand.NewPCG(r.o.Seed, uint64(c)<<8|uint64(0x80+i))) }
+	if writer >= 0 {
+		r.workers.Add(2)
+		go r.treeWriter(ctx, r.clients[writer], rng(writer, 0))
+		go r.cacheFollower(ctx, r.clients[cache])
+	} else {
+		close(r.writerQuiet)
+		close(r.cacheFinal)
+	}
+	for i, c := range nodes {
+		r.nodesQuiet.Add(1)
+		r.workers.Add(1)
+		go r.nodeKeeper(ctx, r.clients[c], r.clients[nodes[(i+1)%len(nodes)]], rng(c, 1))
+	}
 }
 
-// granted records a grant and returns the holding's id, and whether Lost
-// was already closed (the holding is empty).
-func (r *runner) granted(client int, gen int32, res string, g *grant, long bool) (int32, bool) {
-	r.mu.Lock()
-	r.seq++
-	id := r.seq
-	r.mu.Unlock()
+// granted records a grant, one holding per part, and returns it, and
+// whether Lost was already closed (the holding is empty).
+func (r *runner) granted(client int, gen int32, wk work, g *grant, long bool) (*held, bool) {
+	parts := g.parts
+	if parts == nil {
+		parts = []part{{res: wk.res[0], token: g.token}}
+	}
+	workName := ""
+	if wk.kind == workMultiLock {
+		workName = wk.name()
+	}
+	hd := &held{g: g, parts: parts}
 	empty := isClosed(g.lost)
-	r.h.Record(Event{Kind: KindGrant, Client: client, Gen: gen, Res: res, Mode: g.mode, Holding: id, Token: g.token, Op: g.op, Empty: empty})
+	for _, p := range parts {
+		r.mu.Lock()
+		r.seq++
+		id := r.seq
+		r.mu.Unlock()
+		hd.ids = append(hd.ids, id)
+		r.h.Record(Event{Kind: KindGrant, Client: client, Gen: gen, Res: p.res, Work: workName, Mode: g.mode, Holding: id, Token: p.token, Op: g.op, Empty: empty})
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !empty {
-		r.live[id] = liveHolding{client, res, long}
-		r.acquired[workloadKey{client, res}] = true
+		for i, p := range parts {
+			r.live[hd.ids[i]] = liveHolding{client, p.res, long}
+		}
+		r.acquired[workloadKey{client, wk.name()}] = true
 	}
-	return id, empty
+	return hd, empty
 }
 
-func (r *runner) lost(client int, gen int32, res string, id int32) {
-	r.h.Record(Event{Kind: KindLost, Client: client, Gen: gen, Res: res, Holding: id})
+func (r *runner) lost(client int, gen int32, hd *held) {
+	for i, p := range hd.parts {
+		r.h.Record(Event{Kind: KindLost, Client: client, Gen: gen, Res: p.res, Holding: hd.ids[i]})
+	}
 }
 
-func (r *runner) released(client int, gen int32, res string, id int32) {
-	r.h.Record(Event{Kind: KindRelease, Client: client, Gen: gen, Res: res, Holding: id})
+func (r *runner) released(client int, gen int32, hd *held) {
+	for i, p := range hd.parts {
+		r.h.Record(Event{Kind: KindRelease, Client: client, Gen: gen, Res: p.res, Holding: hd.ids[i]})
+	}
 	r.mu.Lock()
-	delete(r.live, id)
+	for _, id := range hd.ids {
+		delete(r.live, id)
+	}
 	r.mu.Unlock()
+}
+
+// nextID returns a new id, unique among holdings and caches.
+func (r *runner) nextID() int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	return r.seq
 }
 
 func (r *runner) fail(client int, gen int32, res, op string, err error) {
@@ -670,7 +774,7 @@ func (r *runner) scan(ctx context.Context) error {
 // dirs returns the recipes' directories under Base.
 func (r *runner) dirs() map[string]bool {
 	d := map[string]bool{}
-	for _, res := range []string{ResMutex, ResRW, ResElection, ResSemaphore} {
+	for _, res := range []string{ResMutex, ResLockA, ResLockB, ResRW, ResElection, ResSemaphore, ResNode} {
 		d[r.o.Base+"/"+res] = true
 	}
 	d[r.o.Base+"/"+ResSemaphore+"/locks"] = true

@@ -13,13 +13,41 @@ import (
 	"github.com/zkrecipes/zkrecipes"
 )
 
-// The resources, one per recipe, each on its own path under Options.Base.
+// The resources, each on its own path under Options.Base.
 const (
-	ResMutex     = "mutex"
+	ResMutex     = "mutex"   // plain Mutexes and MultiLocks
+	ResLockA     = "mutex-a" // the same (sorted after "mutex": a MultiLock takes that busier one first)
+	ResLockB     = "mutex-b" // the same
 	ResRW        = "rw"
 	ResElection  = "election"
 	ResSemaphore = "semaphore"
+	ResCache     = "cache" // the subtree the cache writer churns and a Cache follows
+	ResNode      = "pnode" // the PersistentNodes' parent
 )
+
+// The kinds of workload.
+const (
+	workMutex     = "mutex"     // a Mutex on one path: Lock, TryLock, Requeue
+	workMultiLock = "multilock" // a MultiLock on several paths: Lock, TryLock
+	workRW        = "rw"
+	workElection  = "election"
+	workSemaphore = "semaphore" // Acquire, TryAcquire
+)
+
+// work is one workload of a client: a recipe on one or more resources.
+type work struct {
+	kind string
+	res  []string
+}
+
+// name is the workload's name in the history: its resource, or, for a
+// MultiLock, "multilock(a+b)".
+func (w work) name() string {
+	if w.kind == workMultiLock {
+		return "multilock(" + strings.Join(w.res, "+") + ")"
+	}
+	return w.res[0]
+}
 
 // client is one session slot: a Session through the client's own proxies,
 // replaced by a new Session when the server expired it (the recipes never
@@ -125,6 +153,15 @@ type grant struct {
 	fenced  bool                                      // the holder writes to the resource's register
 	release func(ctx context.Context) (string, error) // the release call and its op
 	requeue func(ctx context.Context) (*grant, error) // nil if the recipe has none
+	// parts are the holdings of a MultiLock, one per path, each with its
+	// token; nil for one holding of the workload's resource with token.
+	parts []part
+}
+
+// part is one path of a MultiLock's holding.
+type part struct {
+	res   string
+	token int64
 }
 
 // acquirer makes one attempt to acquire with a recipe value bound to a
@@ -133,16 +170,23 @@ type acquirer func(ctx context.Context, rng *rand.Rand) (*grant, string, error)
 
 // worker runs one workload (one recipe) for one client, in a loop.
 type worker struct {
-	r   *runner
-	c   *client
-	res string
-	rng *rand.Rand
-	reg *Register // nil for a resource without a register
+	r    *runner
+	c    *client
+	w    work
+	name string // w.name()
+	rng  *rand.Rand
+}
+
+// held is a grant recorded in the history: one holding per part.
+type held struct {
+	g     *grant
+	ids   []int32
+	parts []part
 }
 
 func (w *worker) run(ctx context.Context) {
 	defer w.r.workers.Done()
-	w.r.h.Record(Event{Kind: KindWorkload, Client: w.c.id, Res: w.res})
+	w.r.h.Record(Event{Kind: KindWorkload, Client: w.c.id, Res: w.name})
 	var gen int32
 	var acquire acquirer
 	for ctx.Err() == nil {
@@ -151,7 +195,7 @@ func (w *worker) run(ctx context.Context) {
 			return
 		}
 		if ref.gen != gen {
-			gen, acquire = ref.gen, w.r.recipe(w.res, w.c.id, ref.s)
+			gen, acquire = ref.gen, w.r.recipe(w.w, w.c.id, ref.s)
 		}
 		w.step(ctx, acquire, gen)
 	}
@@ -170,7 +214,7 @@ func (w *worker) step(ctx context.Context, acquire acquirer, gen int32) {
 	cancel()
 	if err != nil {
 		if strings.Contains(op, ".try") && errors.Is(err, zkrecipes.ErrLocked) {
-			w.r.h.Record(Event{Kind: KindBusy, Client: w.c.id, Gen: gen, Res: w.res, Op: op})
+			w.r.h.Record(Event{Kind: KindBusy, Client: w.c.id, Gen: gen, Res: w.name, Op: op})
 			w.orphans(ctx, gen, op)
 			sleep(ctx, w.between(5, 30))
 			return
@@ -186,10 +230,10 @@ func (w *worker) step(ctx context.Context, acquire acquirer, gen int32) {
 		// One holding in ten is long, so that faults find holders to
 		// hit (see runner.awaitHolder).
 		long := w.rng.IntN(10) == 0
-		id, empty := w.r.granted(w.c.id, gen, w.res, g, long)
-		lost := empty || w.use(ctx, g, id, gen, long)
+		hd, empty := w.r.granted(w.c.id, gen, w.w, g, long)
+		lost := empty || w.use(ctx, hd, gen, long)
 		if !lost && ctx.Err() == nil && g.requeue != nil && w.rng.IntN(3) == 0 {
-			w.r.released(w.c.id, gen, w.res, id)
+			w.r.released(w.c.id, gen, hd)
 			rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 			ng, err := g.requeue(rctx)
 			cancel()
@@ -201,7 +245,7 @@ func (w *worker) step(ctx context.Context, acquire acquirer, gen int32) {
 			g = ng
 			continue
 		}
-		w.r.released(w.c.id, gen, w.res, id)
+		w.r.released(w.c.id, gen, hd)
 		// The release is attempted even after the run is stopped.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.r.o.SessionTimeout+5*time.Second)
 		op, err := g.release(rctx)
@@ -215,25 +259,26 @@ func (w *worker) step(ctx context.Context, acquire acquirer, gen int32) {
 }
 
 // orphans checks that the failed call op left none of its nodes: it asks
-// the server for the session's ephemeral nodes under the resource's path,
-// waiting for the session to be connected again if it is not (the call may
-// have failed because the link is down), for up to twice the session
-// timeout. Nodes still listed 2 s after the first answer that shows them
-// are left for good: the failed call's clean-up has given up (a delete
-// may still have been on its way before). It tells nothing when the
-// session ends meanwhile. A node left is recorded, and the session
-// closed, or it would block the others for as long as it lives.
+// the server for the session's ephemeral nodes under the workload's
+// paths, waiting for the session to be connected again if it is not (the
+// call may have failed because the link is down), for up to twice the
+// session timeout. Nodes still listed 2 s after the first answer that
+// shows them are left for good: the failed call's clean-up has given up (a
+// delete may still have been on its way before). It tells nothing when
+// the session ends meanwhile. A node left is recorded, and the session
+// closed, or it would block the others for as long as it lives. (No two
+// workloads of one client share a path, so the session's nodes under the
+// workload's paths are the workload's.)
 func (w *worker) orphans(ctx context.Context, gen int32, op string) {
 	ref := w.c.peek()
 	if ref == nil || ref.gen != gen || over(ref.s) {
 		return
 	}
-	path := w.r.o.Base + "/" + w.res
 	deadline := time.Now().Add(2*w.r.o.SessionTimeout + 2*time.Second)
 	var seen time.Time // when nodes were first listed
 	for ctx.Err() == nil && time.Now().Before(deadline) {
 		ectx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		all, err := ref.s.Client().Ephemerals(ectx, path)
+		all, err := ref.s.Client().Ephemerals(ectx, w.r.o.Base)
 		cancel()
 		if over(ref.s) {
 			return
@@ -242,7 +287,7 @@ func (w *worker) orphans(ctx context.Context, gen int32, op string) {
 			// The link may be down: look again. Any error of no fault
 			// kind is the check's own failure.
 			if Classify(err) == "" {
-				w.r.fail(w.c.id, gen, w.res, OpOrphanCheck, err)
+				w.r.fail(w.c.id, gen, w.name, OpOrphanCheck, err)
 				return
 			}
 			sleep(ctx, 200*time.Millisecond)
@@ -250,15 +295,17 @@ func (w *worker) orphans(ctx context.Context, gen int32, op string) {
 		}
 		var nodes []string
 		for _, n := range all {
-			if strings.HasPrefix(n, path+"/") {
-				nodes = append(nodes, n)
+			for _, res := range w.w.res {
+				if strings.HasPrefix(n, w.r.o.Base+"/"+res+"/") {
+					nodes = append(nodes, n)
+				}
 			}
 		}
 		if len(nodes) > 0 && seen.IsZero() {
 			seen = time.Now()
 		}
 		if len(nodes) == 0 || time.Since(seen) >= 2*time.Second {
-			w.r.h.Record(Event{Kind: KindOrphanCheck, Client: w.c.id, Gen: gen, Res: w.res, Op: op, Detail: strings.Join(nodes, " ")})
+			w.r.h.Record(Event{Kind: KindOrphanCheck, Client: w.c.id, Gen: gen, Res: w.name, Op: op, Detail: strings.Join(nodes, " ")})
 			if len(nodes) > 0 {
 				w.c.retire(gen)
 			}
@@ -273,19 +320,19 @@ func (w *worker) orphans(ctx context.Context, gen int32, op string) {
 // may leave the node, which stays while the session lives: the session is
 // closed then, as documented.
 func (w *worker) fail(gen int32, op string, err error) {
-	w.r.fail(w.c.id, gen, w.res, op, err)
+	w.r.fail(w.c.id, gen, w.name, op, err)
 	if errors.Is(err, zkrecipes.ErrReleaseUnconfirmed) {
 		w.c.retire(gen)
 	}
 }
 
-// use works on the resource while the holding lasts: a few fenced writes
-// with short sleeps in between (many, over 1 to 4 s, for a long one),
-// stopping as soon as Lost is seen closed.
+// use works on the resources while the holding lasts: a few fenced writes
+// (one to each path's register) with short sleeps in between (many, over 1
+// to 4 s, for a long one), stopping as soon as Lost is seen closed.
 // It reports whether the holding was lost.
-func (w *worker) use(ctx context.Context, g *grant, id int32, gen int32, long bool) bool {
+func (w *worker) use(ctx context.Context, hd *held, gen int32, long bool) bool {
 	steps, lo, hi := 1+w.rng.IntN(2), 2, 15
-	if w.res == ResElection {
+	if w.w.kind == workElection {
 		lo, hi = 20, 80 // a leadership lasts a little longer
 	}
 	if long {
@@ -293,19 +340,23 @@ func (w *worker) use(ctx context.Context, g *grant, id int32, gen int32, long bo
 	}
 	for range steps {
 		select {
-		case <-g.lost:
-			w.r.lost(w.c.id, gen, w.res, id)
+		case <-hd.g.lost:
+			w.r.lost(w.c.id, gen, hd)
 			return true
 		default:
 		}
-		if g.fenced && w.reg != nil {
-			w.reg.Write(w.c.id, gen, id, g.token)
+		if hd.g.fenced {
+			for i, p := range hd.parts {
+				if reg := w.r.regs[p.res]; reg != nil {
+					reg.Write(w.c.id, gen, hd.ids[i], p.token)
+				}
+			}
 		}
 		t := time.NewTimer(w.between(lo, hi))
 		select {
-		case <-g.lost:
+		case <-hd.g.lost:
 			t.Stop()
-			w.r.lost(w.c.id, gen, w.res, id)
+			w.r.lost(w.c.id, gen, hd)
 			return true
 		case <-ctx.Done():
 			t.Stop()
@@ -321,12 +372,12 @@ func (w *worker) between(lo, hi int) time.Duration {
 	return time.Duration(lo+w.rng.IntN(hi-lo+1)) * time.Millisecond
 }
 
-// recipe returns the acquirer of resource res for client id on session s:
+// recipe returns the acquirer of workload wk for client id on session s:
 // a fresh recipe value, bound to that session.
-func (r *runner) recipe(res string, id int, s *zkrecipes.Session) acquirer {
-	path := r.o.Base + "/" + res
-	switch res {
-	case ResMutex:
+func (r *runner) recipe(wk work, id int, s *zkrecipes.Session) acquirer {
+	path := r.o.Base + "/" + wk.res[0]
+	switch wk.kind {
+	case workMutex:
 		m := zkrecipes.NewMutex(s, path)
 		var held func(op string) *grant
 		held = func(op string) *grant {
@@ -349,7 +400,28 @@ func (r *runner) recipe(res string, id int, s *zkrecipes.Session) acquirer {
 			}
 			return held(op), op, nil
 		}
-	case ResRW:
+	case workMultiLock:
+		var paths []string
+		for _, res := range wk.res {
+			paths = append(paths, r.o.Base+"/"+res)
+		}
+		m := zkrecipes.NewMultiLock(s, paths)
+		return func(ctx context.Context, rng *rand.Rand) (*grant, string, error) {
+			op, f := OpMultiLock, m.Lock
+			if rng.IntN(5) == 0 {
+				op, f = OpMultiTryLock, m.TryLock
+			}
+			if err := f(ctx); err != nil {
+				return nil, op, err
+			}
+			g := &grant{op: op, mode: Exclusive, lost: m.Lost(), fenced: true,
+				release: func(ctx context.Context) (string, error) { return OpMultiUnlock, m.Unlock(ctx) }}
+			for i, res := range wk.res {
+				g.parts = append(g.parts, part{res: res, token: m.Token(paths[i])})
+			}
+			return g, op, nil
+		}
+	case workRW:
 		m := zkrecipes.NewRWMutex(s, path)
 		return func(ctx context.Context, rng *rand.Rand) (*grant, string, error) {
 			n := rng.IntN(20)
@@ -374,7 +446,7 @@ func (r *runner) recipe(res string, id int, s *zkrecipes.Session) acquirer {
 			}
 			return g, op, nil
 		}
-	case ResElection:
+	case workElection:
 		e := zkrecipes.NewElection(s, path, fmt.Sprintf("c%d", id))
 		return func(ctx context.Context, _ *rand.Rand) (*grant, string, error) {
 			if err := e.Campaign(ctx); err != nil {
@@ -383,18 +455,22 @@ func (r *runner) recipe(res string, id int, s *zkrecipes.Session) acquirer {
 			return &grant{op: OpCampaign, mode: Exclusive, token: e.Token(), lost: e.Lost(), fenced: true,
 				release: func(ctx context.Context) (string, error) { return OpResign, e.Resign(ctx) }}, OpCampaign, nil
 		}
-	case ResSemaphore:
+	case workSemaphore:
 		sem := zkrecipes.NewSemaphore(s, path, r.o.Permits)
-		return func(ctx context.Context, _ *rand.Rand) (*grant, string, error) {
-			l, err := sem.Acquire(ctx)
-			if err != nil {
-				return nil, OpAcquire, err
+		return func(ctx context.Context, rng *rand.Rand) (*grant, string, error) {
+			op, f := OpAcquire, sem.Acquire
+			if rng.IntN(5) == 0 {
+				op, f = OpTryAcquire, sem.TryAcquire
 			}
-			return &grant{op: OpAcquire, mode: Permit, lost: l.Lost(),
-				release: func(ctx context.Context) (string, error) { return OpRelease, l.Release(ctx) }}, OpAcquire, nil
+			l, err := f(ctx)
+			if err != nil {
+				return nil, op, err
+			}
+			return &grant{op: op, mode: Permit, lost: l.Lost(),
+				release: func(ctx context.Context) (string, error) { return OpRelease, l.Release(ctx) }}, op, nil
 		}
 	}
-	panic("nemesis: unknown resource " + res)
+	panic("nemesis: unknown workload " + wk.kind)
 }
 
 func isClosed(ch <-chan struct{}) bool {
