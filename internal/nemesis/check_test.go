@@ -66,24 +66,26 @@ func (b *hist) write(t float64, client int, res string, id int32, token int64, a
 // after it for each workload (a client and resource with a grant before
 // the heal, in the mode of its first), and a clean leftover scan.
 func (b *hist) finish() []Event {
-	seen := map[workloadKey]Mode{}
+	seen := map[workloadKey]Event{} // a workload's first grant
 	var ws []workloadKey
 	for _, e := range b.ev {
-		k := workloadKey{e.Client, e.Res}
+		k := workloadKey{e.Client, cmp.Or(e.Work, e.Res)}
 		if _, ok := seen[k]; e.Kind == KindGrant && e.At < sec(100) && !ok {
-			seen[k] = e.Mode
+			seen[k] = e
 			ws = append(ws, k)
 		}
 	}
 	b.add(100, Event{Kind: KindHealed, Client: -1})
 	for i, w := range ws {
+		first := seen[w]
 		b.add(0, Event{Kind: KindWorkload, Client: w.client, Res: w.res})
 		t := 101 + float64(i)*0.01
 		token := int64(1<<40 + i)
-		if seen[w] == Permit {
+		if first.Mode == Permit {
 			token = 0
 		}
-		b.hold(w.client, 99, w.res, seen[w], token, t, t+0.001)
+		b.hold(w.client, 99, first.Res, first.Mode, token, t, t+0.001)
+		b.ev[len(b.ev)-2].Work = first.Work // the grant
 	}
 	b.add(110, Event{Kind: KindScan, Client: -1})
 	return b.events()
@@ -461,6 +463,14 @@ func TestCheckErrors(t *testing.T) {
 		{OpSessionNew, ErrKindNoServer, true},
 		{OpCampaign, ErrKindNoServer, false},
 		{OpAcquire, "", false},
+		{OpTryAcquire, ErrKindLocked, true},
+		{OpAcquire, ErrKindLocked, false},
+		{OpMultiTryLock, ErrKindLocked, true},
+		{OpMultiLock, ErrKindLocked, false},
+		{OpCacheNext, ErrKindSessionExpired, true},
+		{OpCacheNext, ErrKindConnectionLoss, false},
+		{OpNodeRun, ErrKindSessionClosed, false},
+		{OpNodeSetData, ErrKindConnectionLoss, true},
 	}
 	for _, c := range cases {
 		var b hist
@@ -567,5 +577,316 @@ func TestTimeline(t *testing.T) {
 	}
 	if all := Timeline(ev, v, 3*time.Second, 0); !strings.Contains(all, "fault") {
 		t.Errorf("the fault is not shown:\n%s", all)
+	}
+}
+
+// multi records the grants of one MultiLock call at t1, one holding per
+// path with its token, and their release at t2; it returns the holdings.
+func (b *hist) multi(client int, gen int32, paths []string, tokens []int64, t1, t2 float64) []int32 {
+	work := "multilock(" + strings.Join(paths, "+") + ")"
+	var ids []int32
+	for i, p := range paths {
+		id := b.hold(client, gen, p, Exclusive, tokens[i], t1, t2)
+		for j := range b.ev {
+			if b.ev[j].Kind == KindGrant && b.ev[j].Holding == id {
+				b.ev[j].Work, b.ev[j].Op = work, OpMultiLock
+			}
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func TestCheckMultiLock(t *testing.T) {
+	t.Run("clean", func(t *testing.T) {
+		var b hist
+		b.hold(0, 1, "mutex-a", Exclusive, 10, 1, 2)
+		b.multi(1, 1, []string{"mutex", "mutex-a"}, []int64{20, 12}, 2, 3)
+		b.multi(2, 1, []string{"mutex-a", "mutex-b"}, []int64{14, 30}, 3, 4)
+		b.hold(0, 1, "mutex", Exclusive, 22, 3, 4) // beside the second MultiLock: other paths
+		r := Check(b.finish(), testConfig)
+		wantProps(t, r)
+		// Each MultiLock workload acquired after the heal (finish grants
+		// it again under its own name): progress is per workload, not per
+		// path, or client 1's Mutex would stand for its MultiLock.
+		if r.Counts.MultiLock != 4+2 {
+			t.Errorf("multilock holdings %d, want 6", r.Counts.MultiLock)
+		}
+	})
+	t.Run("overlap with a plain mutex on one path", func(t *testing.T) {
+		var b hist
+		b.hold(0, 1, "mutex-a", Exclusive, 10, 1, 2.5)
+		ids := b.multi(1, 1, []string{"mutex", "mutex-a"}, []int64{20, 12}, 2, 3)
+		r := Check(b.finish(), testConfig)
+		wantProps(t, r, PropExclusion)
+		if v := r.Violations[0]; v.Res != "mutex-a" || !slices.Contains(v.Holdings, ids[1]) {
+			t.Errorf("violation %+v, want one on mutex-a with h%d", v, ids[1])
+		}
+	})
+	t.Run("two multilocks sharing a path", func(t *testing.T) {
+		var b hist
+		b.multi(1, 1, []string{"mutex", "mutex-a"}, []int64{20, 12}, 2, 3)
+		b.multi(2, 1, []string{"mutex-a", "mutex-b"}, []int64{14, 30}, 2.5, 4)
+		wantProps(t, Check(b.finish(), testConfig), PropExclusion)
+	})
+	t.Run("token of one path not above", func(t *testing.T) {
+		var b hist
+		b.hold(0, 1, "mutex-a", Exclusive, 15, 1, 2)
+		b.multi(1, 1, []string{"mutex", "mutex-a"}, []int64{20, 12}, 2, 3) // 12 after 15 on mutex-a
+		wantProps(t, Check(b.finish(), testConfig), PropToken)
+	})
+	t.Run("lost closes every path", func(t *testing.T) {
+		var b hist
+		b.session(0, 1, 1, true, 3)
+		ids := b.multi(1, 1, []string{"mutex", "mutex-a"}, []int64{20, 12}, 2, 5)
+		b.lost(2.5, ids[0])
+		b.lost(2.5, ids[1])
+		b.hold(0, 1, "mutex-a", Exclusive, 14, 3, 4)
+		wantProps(t, Check(b.finish(), testConfig))
+	})
+	t.Run("no progress of the multilock", func(t *testing.T) {
+		var b hist
+		b.hold(1, 1, "mutex", Exclusive, 10, 1, 2) // client 1's plain Mutex acquires after the heal...
+		b.add(0, Event{Kind: KindWorkload, Client: 1, Res: "multilock(mutex+mutex-a)"})
+		r := Check(b.finish(), testConfig) // ...its MultiLock never does
+		wantProps(t, r, PropProgress)
+		if !strings.Contains(r.Violations[0].Msg, "never acquired multilock(mutex+mutex-a)") {
+			t.Errorf("message %q", r.Violations[0].Msg)
+		}
+	})
+}
+
+// cacheHist is a clean history of a cache run: the writer's writes, one
+// Cache (id 900) whose stream follows them, a heal at 100 s, the writer's
+// stop at 100.5 s and the final snapshot at 101 s.
+type cacheHist struct {
+	hist
+	id           int32      // the cache the events are of
+	gen          int32      // its session's generation
+	copy, server []treeNode // the final snapshot
+}
+
+func newCacheHist() *cacheHist {
+	b := cacheHist{id: 900, gen: 1}
+	w := func(t float64, op, p, data, outcome string, cz, mz int64, v int32) {
+		b.add(t, Event{Kind: KindTreeWrite, Client: 5, Gen: 1, Res: ResCache, Op: op, Path: p, Data: data,
+			ErrKind: outcome, Accepted: outcome == outcomeOK, Czxid: cz, Mzxid: mz, Version: v})
+	}
+	w(0.1, OpTreeCreate, "/c", "root", outcomeOK, 1, 1, 0)
+	w(0.2, OpTreeCreate, "/c/a", "w1", outcomeOK, 2, 2, 0)
+	w(1.0, OpTreeSet, "/c/a", "w2", outcomeOK, 2, 3, 1)
+	w(1.1, OpTreeCreate, "/c/a/x", "w3", ErrKindConnectionLoss, 0, 0, 0) // applied, as the cache shows
+	w(1.2, OpTreeCreate, "/c/b", "w4", outcomeNoNode, 0, 0, 0)           // refused
+	w(1.3, OpTreeDelete, "/c/a/x", "", outcomeOK, 0, 0, 0)
+	b.add(0.15, Event{Kind: KindCacheStart, Client: 6, Gen: 1, Res: ResCache, Holding: 900, Path: "/c"})
+	b.cev(0.16, "created", "/c", "root", 1, 1, 0)
+	b.cev(0.25, "created", "/c/a", "w1", 2, 2, 0)
+	b.cev(0.26, "initialized", "/c", "", 0, 0, 0)
+	b.cev(1.05, "changed", "/c/a", "w2", 2, 3, 1)
+	b.cev(1.15, "created", "/c/a/x", "w3", 5, 5, 0)
+	b.cev(1.35, "deleted", "/c/a/x", "w3", 5, 5, 0)
+	b.add(100, Event{Kind: KindHealed, Client: -1})
+	b.add(100.5, Event{Kind: KindQuiet, Client: 5, Res: ResCache, Path: "/c"})
+	b.copy = []treeNode{{"/c", "root", 1, 1, 0}, {"/c/a", "w2", 2, 3, 1}}
+	b.server = slices.Clone(b.copy)
+	b.add(110, Event{Kind: KindScan, Client: -1})
+	return &b
+}
+
+func (b *cacheHist) cev(t float64, op, p, data string, cz, mz int64, v int32) {
+	b.add(t, Event{Kind: KindCacheEvent, Client: 6, Gen: b.gen, Res: ResCache, Holding: b.id, Op: op, Path: p, Data: data, Czxid: cz, Mzxid: mz, Version: v})
+}
+
+// snapshot records a snapshot of the cache at t: its copy (and, for the
+// final one, the server's tree).
+func (b *cacheHist) snapshot(t float64, of string, cp, server []treeNode) {
+	for _, n := range cp {
+		b.add(t, Event{Kind: KindCopyNode, Client: 6, Res: ResCache, Holding: b.id, Op: "cache", Path: n.path, Data: n.data, Czxid: n.czxid, Mzxid: n.mzxid, Version: n.version})
+	}
+	for _, n := range server {
+		b.add(t, Event{Kind: KindCopyNode, Client: 6, Res: ResCache, Holding: b.id, Op: "server", Path: n.path, Data: n.data, Czxid: n.czxid, Mzxid: n.mzxid, Version: n.version})
+	}
+	b.add(t, Event{Kind: KindSnapshot, Client: 6, Res: ResCache, Holding: b.id, Op: of, Accepted: slices.Equal(cp, server)})
+}
+
+// restart starts the next cache (on the next session) at t, which loads
+// the tree as it is from then on.
+func (b *cacheHist) restart(t float64) {
+	b.id, b.gen = b.id+1, b.gen+1
+	b.add(t, Event{Kind: KindCacheStart, Client: 6, Gen: b.gen, Res: ResCache, Holding: b.id, Path: "/c"})
+	b.cev(t+0.1, "created", "/c", "root", 1, 1, 0)
+	b.cev(t+0.1, "created", "/c/a", "w2", 2, 3, 1)
+	b.cev(t+0.2, "initialized", "/c", "", 0, 0, 0)
+}
+
+// done returns the history with the final snapshot at 101 s.
+func (b *cacheHist) done() []Event {
+	b.snapshot(101, "final", b.copy, b.server)
+	return b.events()
+}
+
+func TestCheckCache(t *testing.T) {
+	r := Check(newCacheHist().done(), testConfig)
+	wantProps(t, r)
+	if c := r.Counts.Cache; c.Caches != 1 || c.Events != 6 || c.Writes != 6 || c.Unconfirmed != 1 || c.Converged != sec(0.5) {
+		t.Errorf("counts %+v", c)
+	}
+	cases := []struct {
+		name   string
+		change func(b *cacheHist)
+		want   []string
+		msg    string
+	}{
+		{"the same state twice", func(b *cacheHist) {
+			b.cev(1.06, "changed", "/c/a", "w2", 2, 3, 1)
+		}, []string{PropCache}, "a second time"},
+		{"a deleted state created again", func(b *cacheHist) {
+			b.cev(1.36, "created", "/c/a/x", "w3", 5, 5, 0)
+			b.cev(1.37, "deleted", "/c/a/x", "w3", 5, 5, 0)
+		}, []string{PropCache}, "a second time"},
+		{"an older incarnation", func(b *cacheHist) {
+			b.cev(1.36, "created", "/c/a/x", "w3", 4, 4, 0)
+			b.cev(1.37, "deleted", "/c/a/x", "w3", 4, 4, 0)
+		}, []string{PropCache}, "not above the incarnation"},
+		{"an older version", func(b *cacheHist) {
+			b.add(0.9, Event{Kind: KindTreeWrite, Client: 5, Gen: 1, Res: ResCache, Op: OpTreeSet, Path: "/c/a", Data: "w5",
+				ErrKind: ErrKindConnectionLoss}) // its answer lost: applied before w2's
+			b.cev(1.04, "changed", "/c/a", "w5", 2, 4, 2) // then w2's older version
+		}, []string{PropCache}, "not a newer version"},
+		{"a change before the initial load is complete", func(b *cacheHist) {
+			b.cev(0.255, "changed", "/c/a", "w2", 2, 3, 1)
+		}, []string{PropCache, PropCache}, "before CacheInitialized"},
+		{"created under a missing parent", func(b *cacheHist) {
+			b.cev(1.5, "created", "/c/b/y", "w3", 5, 5, 0)
+		}, []string{PropCache, PropCache}, "parent is not in the copy"},
+		{"a parent deleted before its child", func(b *cacheHist) {
+			b.ev = slices.DeleteFunc(b.ev, func(e Event) bool { return e.Kind == KindCacheEvent && e.Op == "deleted" })
+			b.cev(1.35, "deleted", "/c/a", "w2", 2, 3, 1)
+			b.cev(1.36, "deleted", "/c/a/x", "w3", 5, 5, 0)
+			b.cev(1.37, "created", "/c/a", "w2", 2, 3, 1)
+		}, []string{PropCache, PropCache}, "still holds /c/a/x below it"},
+		{"a deletion of another state", func(b *cacheHist) {
+			b.ev = slices.DeleteFunc(b.ev, func(e Event) bool { return e.Kind == KindCacheEvent && e.Op == "deleted" })
+			b.cev(1.35, "deleted", "/c/a/x", "w9", 5, 5, 0)
+		}, []string{PropCache}, "but the copy held"},
+		{"data no write had", func(b *cacheHist) {
+			b.cev(1.06, "changed", "/c/a", "zz", 2, 4, 2)
+		}, []string{PropCache, PropCache}, "no write to /c/a had"},
+		{"the data of a refused write", func(b *cacheHist) {
+			b.cev(1.5, "created", "/c/b", "w4", 6, 6, 0)
+		}, []string{PropCache, PropCache}, "refused (nonode)"},
+		{"another Stat than the write's", func(b *cacheHist) {
+			b.ev = slices.DeleteFunc(b.ev, func(e Event) bool { return e.Kind == KindCacheEvent && e.Op == "changed" })
+			b.cev(1.05, "changed", "/c/a", "w2", 2, 4, 1)
+			b.copy[1].mzxid, b.server[1].mzxid = 4, 4
+		}, []string{PropCache}, "acknowledged with"},
+		{"the stream is not the copy", func(b *cacheHist) {
+			b.ev = slices.DeleteFunc(b.ev, func(e Event) bool { return e.Kind == KindCacheEvent && e.Op == "changed" })
+		}, []string{PropCache}, "not its copy at the final snapshot"},
+		{"not converged", func(b *cacheHist) {
+			b.server = append(b.server, treeNode{"/c/d", "w7", 9, 9, 0})
+		}, []string{PropConverge}, "the server has /c/d, the copy not"},
+		{"converged too late", func(b *cacheHist) {
+			b.ev = slices.DeleteFunc(b.ev, func(e Event) bool { return e.Kind == KindQuiet })
+			b.add(94, Event{Kind: KindQuiet, Client: 5, Res: ResCache, Path: "/c"})
+			b.ev = slices.DeleteFunc(b.ev, func(e Event) bool { return e.Kind == KindHealed })
+			b.add(95, Event{Kind: KindHealed, Client: -1})
+		}, []string{PropConverge}, "beyond the bound"},
+		{"an event after the stream ended", func(b *cacheHist) {
+			b.snapshot(2, "end", b.copy, nil)
+			b.cev(2.5, "changed", "/c/a", "w2", 2, 3, 1)
+			b.restart(3)
+		}, []string{PropCache}, "after its stream ended"},
+		{"a final snapshot after the end", func(b *cacheHist) {
+			b.snapshot(2, "end", b.copy, nil)
+		}, []string{PropConverge, PropHarness}, "0 final comparisons"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := newCacheHist()
+			c.change(b)
+			r := Check(b.done(), testConfig)
+			wantProps(t, r, c.want...)
+			if !strings.Contains(r.Violations[0].Msg, c.msg) {
+				t.Errorf("first violation %q, want one saying %q", r.Violations[0].Msg, c.msg)
+			}
+		})
+	}
+	t.Run("no final comparison", func(t *testing.T) {
+		b := newCacheHist()
+		wantProps(t, Check(b.events(), testConfig), PropConverge)
+	})
+	t.Run("end snapshot", func(t *testing.T) {
+		// A cache that stopped with its session: its copy then is its
+		// stream. The next one loads the tree again, and its final
+		// snapshot is judged alone.
+		b := newCacheHist()
+		b.snapshot(2, "end", b.copy, nil)
+		b.restart(3)
+		r := Check(b.done(), testConfig)
+		wantProps(t, r)
+		if r.Counts.Cache.Caches != 2 {
+			t.Errorf("caches %d, want 2", r.Counts.Cache.Caches)
+		}
+		// The same with the first cache's end copy short of a node.
+		b = newCacheHist()
+		b.snapshot(2, "end", b.copy[:1], nil)
+		b.restart(3)
+		wantProps(t, Check(b.done(), testConfig), PropCache)
+	})
+}
+
+// nodeHist is a clean history of one PersistentNode: made on session 0x10
+// with "d1", renewed on 0x11, given "d2" (acknowledged) and "d3" (failed),
+// deleted by another client, and seen after the heal at 100 s.
+func nodeHist(seen Event) []Event {
+	var b hist
+	p := "/n/pnode/c4"
+	b.add(0.1, Event{Kind: KindNodeSession, Client: 4, Gen: 1, Res: ResNode, Path: p, Session: 0x10, Detail: "the client's"})
+	b.add(0.2, Event{Kind: KindNodeSet, Client: 4, Gen: 1, Res: ResNode, Op: OpNodeCreate, Path: p, Data: "d1", Accepted: true})
+	b.add(1, Event{Kind: KindNodeSet, Client: 4, Gen: 1, Res: ResNode, Op: OpNodeSetData, Path: p, Data: "d2", Accepted: true})
+	b.add(2, Event{Kind: KindNodeDelete, Client: 5, Gen: 1, Res: ResNode, Path: p, Accepted: true})
+	b.add(5, Event{Kind: KindNodeSession, Client: 4, Res: ResNode, Path: p, Session: 0x11, Detail: "renewed"})
+	b.add(6, Event{Kind: KindNodeSet, Client: 4, Gen: 1, Res: ResNode, Op: OpNodeSetData, Path: p, Data: "d3", Accepted: false})
+	b.add(100, Event{Kind: KindHealed, Client: -1})
+	b.add(100.2, Event{Kind: KindQuiet, Client: 4, Res: ResNode, Path: p})
+	if seen.Kind != 0 {
+		seen.Client, seen.Res, seen.Path = 4, ResNode, p
+		b.add(seen.At.Seconds(), seen)
+	}
+	b.add(110, Event{Kind: KindScan, Client: -1})
+	return b.events()
+}
+
+func TestCheckPersistentNode(t *testing.T) {
+	seen := func(at float64, exists bool, data string, owner int64) Event {
+		return Event{Kind: KindNodeSeen, At: sec(at), Accepted: exists, Data: data, Session: owner}
+	}
+	for _, data := range []string{"d2", "d3"} { // d3's write may or may not have been applied
+		r := Check(nodeHist(seen(101, true, data, 0x11)), testConfig)
+		wantProps(t, r)
+		if c := r.Counts.Node; c.Sets != 3 || c.Unconfirmed != 1 || c.Deletes != 1 || c.Renewals != 1 || c.Back != sec(1) {
+			t.Errorf("counts %+v", c)
+		}
+	}
+	cases := []struct {
+		name string
+		seen Event
+		msg  string
+	}{
+		{"missing", seen(101, false, "", 0), "the node is missing"},
+		{"stale data", seen(101, true, "d1", 0x11), `holds "d1", not "d2" or "d3"`},
+		{"another session's", seen(101, true, "d2", 0x99), "owned by session 0x99"},
+		{"too late", seen(106, true, "d2", 0x10), "beyond the bound"},
+		{"never looked at", Event{}, "never looked at"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := Check(nodeHist(c.seen), testConfig)
+			wantProps(t, r, PropNode)
+			if !strings.Contains(r.Violations[0].Msg, c.msg) {
+				t.Errorf("violation %q, want one saying %q", r.Violations[0].Msg, c.msg)
+			}
+		})
 	}
 }

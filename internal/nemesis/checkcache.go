@@ -1,6 +1,7 @@
 package nemesis
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -158,6 +159,17 @@ func cacheCheck(events []Event, cfg Config) ([]Violation, CacheCounts) {
 				bad(PropCache, "%s", msg)
 			}
 		case KindCopyNode:
+			if r.ended {
+				continue // reported with its KindSnapshot
+			}
+		case KindSnapshot:
+			if r.ended {
+				bad(PropHarness, "a %s snapshot after the cache's end snapshot", e.Op)
+				continue
+			}
+		}
+		switch e.Kind {
+		case KindCopyNode:
 			r.pending[e.Op] = append(r.pending[e.Op], treeNode{e.Path, e.Data, e.Czxid, e.Mzxid, e.Version})
 		case KindSnapshot:
 			cp, tree := r.pending["cache"], r.pending["server"]
@@ -200,30 +212,35 @@ func (r *cacheRun) apply(e Event, writes map[string]map[string][]attempt) string
 		r.init = true
 		return ""
 	}
-	if !r.init && e.Op != "created" {
-		return fmt.Sprintf("%s %s before CacheInitialized: the initial load reports creations only", e.Op, e.Path)
-	}
 	if e.Path != r.root && !strings.HasPrefix(e.Path, r.root+"/") {
 		return fmt.Sprintf("%s %s, outside its path %s", e.Op, e.Path, r.root)
 	}
+	early := ""
+	if !r.init && e.Op != "created" {
+		early = fmt.Sprintf("%s %s before CacheInitialized: the initial load reports creations only", e.Op, e.Path)
+	}
+	// A wrong event is applied all the same, as the cache applied it to
+	// its copy: one fault, one violation.
 	switch e.Op {
 	case "created", "changed":
+		msg := ""
 		switch {
-		case e.Op == "created" && present:
-			return fmt.Sprintf("created %s (%v) while the copy holds it (%v)", e.Path, st, cur)
-		case e.Op == "created" && e.Path != r.root && !r.has(parentOf(e.Path)):
-			return fmt.Sprintf("created %s while its parent is not in the copy", e.Path)
-		case e.Op == "created" && r.newest[e.Path] != 0 && st.czxid <= r.newest[e.Path]:
-			return fmt.Sprintf("created %s with czxid 0x%x, not above the incarnation 0x%x reported before", e.Path, st.czxid, r.newest[e.Path])
-		case e.Op == "changed" && !present:
-			return fmt.Sprintf("changed %s, which the copy does not hold", e.Path)
-		case e.Op == "changed" && (st.czxid != cur.czxid || st.mzxid <= cur.mzxid || st.version <= cur.version):
-			return fmt.Sprintf("changed %s to %v, not a newer version of %v", e.Path, st, cur)
 		case r.reported[e.Path][[2]int64{st.czxid, st.mzxid}]:
-			return fmt.Sprintf("%s %s reports the state czxid=0x%x mzxid=0x%x a second time", e.Op, e.Path, st.czxid, st.mzxid)
-		}
-		if msg := real(writes, e.Path, st); msg != "" {
-			return fmt.Sprintf("%s %s: %s", e.Op, e.Path, msg)
+			msg = fmt.Sprintf("%s %s reports the state czxid=0x%x mzxid=0x%x a second time", e.Op, e.Path, st.czxid, st.mzxid)
+		case e.Op == "created" && present:
+			msg = fmt.Sprintf("created %s (%v) while the copy holds it (%v)", e.Path, st, cur)
+		case e.Op == "created" && e.Path != r.root && !r.has(parentOf(e.Path)):
+			msg = fmt.Sprintf("created %s while its parent is not in the copy", e.Path)
+		case e.Op == "created" && r.newest[e.Path] != 0 && st.czxid <= r.newest[e.Path]:
+			msg = fmt.Sprintf("created %s with czxid 0x%x, not above the incarnation 0x%x reported before", e.Path, st.czxid, r.newest[e.Path])
+		case e.Op == "changed" && !present:
+			msg = fmt.Sprintf("changed %s, which the copy does not hold", e.Path)
+		case e.Op == "changed" && (st.czxid != cur.czxid || st.mzxid <= cur.mzxid || st.version <= cur.version):
+			msg = fmt.Sprintf("changed %s to %v, not a newer version of %v", e.Path, st, cur)
+		default:
+			if why := real(writes, e.Path, st); why != "" {
+				msg = fmt.Sprintf("%s %s: %s", e.Op, e.Path, why)
+			}
 		}
 		if r.reported[e.Path] == nil {
 			r.reported[e.Path] = map[[2]int64]bool{}
@@ -231,23 +248,24 @@ func (r *cacheRun) apply(e Event, writes map[string]map[string][]attempt) string
 		r.reported[e.Path][[2]int64{st.czxid, st.mzxid}] = true
 		r.newest[e.Path] = max(r.newest[e.Path], st.czxid)
 		r.copy[e.Path] = st
+		return cmp.Or(early, msg)
 	case "deleted":
+		msg := ""
 		switch {
 		case !present:
-			return fmt.Sprintf("deleted %s, which the copy does not hold", e.Path)
+			msg = fmt.Sprintf("deleted %s, which the copy does not hold", e.Path)
 		case st != cur:
-			return fmt.Sprintf("deleted %s reporting %v, but the copy held %v", e.Path, st, cur)
+			msg = fmt.Sprintf("deleted %s reporting %v, but the copy held %v", e.Path, st, cur)
 		}
 		for p := range r.copy {
-			if strings.HasPrefix(p, e.Path+"/") {
-				return fmt.Sprintf("deleted %s while the copy still holds %s below it", e.Path, p)
+			if msg == "" && strings.HasPrefix(p, e.Path+"/") {
+				msg = fmt.Sprintf("deleted %s while the copy still holds %s below it", e.Path, p)
 			}
 		}
 		delete(r.copy, e.Path)
-	default:
-		return fmt.Sprintf("an event of unknown type %q for %s", e.Op, e.Path)
+		return cmp.Or(early, msg)
 	}
-	return ""
+	return fmt.Sprintf("an event of unknown type %q for %s", e.Op, e.Path)
 }
 
 func (r *cacheRun) has(p string) bool { _, ok := r.copy[p]; return ok }
