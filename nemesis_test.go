@@ -23,12 +23,28 @@ import (
 // checker over the recorded history.
 //
 // Seven sessions, each behind three proxies of its own (one per member),
-// with a 3 s session timeout: five strict ones run the Mutex (Lock,
-// TryLock, Requeue), the RWMutex, the Election and the Semaphore; two
-// without strict mode run all but the Mutex, which is left to strict
-// sessions so that no overlap of mutex holdings is ever excused by a server
-// expiry the holder had not heard of yet. See internal/nemesis for the
-// properties checked.
+// with a 3 s session timeout. The workloads on (see internal/nemesis's
+// layout):
+//
+//   - every client: the RWMutex (RLock, TryRLock, Lock, TryLock), the
+//     Election (Campaign, Resign) and the Semaphore (Acquire, TryAcquire);
+//   - the five strict clients (0-4): a Mutex each (Lock, TryLock,
+//     Requeue), on "mutex" (clients 0, 1, 4), "mutex-a" (2) or "mutex-b"
+//     (3); clients 3 and 4 also a MultiLock (Lock, TryLock), on {mutex,
+//     mutex-a} and {mutex-a, mutex-b}, holding each path beside the plain
+//     Mutexes there. Mutual exclusion is left to strict sessions so that
+//     no overlap is ever excused by a server expiry the holder had not
+//     heard of yet;
+//   - clients 4 and 5: a PersistentNode each (ephemeral,
+//     WithSessionRenewal), given new data and deleted by the other client
+//     every few hundred milliseconds;
+//   - client 5: a writer creating, setting and deleting nodes of a small
+//     subtree; client 6: a Cache of that subtree, made again on each new
+//     session.
+//
+// After the heal: every lock workload acquires again, the Cache's copy
+// becomes the server's tree, each PersistentNode is back with its data;
+// see internal/nemesis for every property checked.
 //
 // The short run is part of the test command (bash scripts/test.sh): about
 // 40 s of faults (every kind at least once), a minute or so in all

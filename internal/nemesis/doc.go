@@ -16,15 +16,22 @@
 //     the member a lock holder is connected to) are resolved then, without
 //     drawing from the generator.
 //   - Run executes the plan on a zktest.Cluster while the workloads (Mutex
-//     with TryLock and Requeue, RWMutex, Election, Semaphore) contend, heals
+//     with TryLock and Requeue, MultiLock with TryLock on path sets shared
+//     with plain Mutexes, RWMutex, Election, Semaphore with TryAcquire; a
+//     writer churning a subtree that a Cache follows; PersistentNodes with
+//     session renewal, changed and deleted by another client) run, heals
 //     everything after the last fault, waits for every workload to acquire
-//     again, closes the sessions and looks for nodes left behind. Each
+//     again, for the Cache to match the server and the PersistentNodes to
+//     be back, closes the sessions and looks for nodes left behind. Each
 //     client is one Session, replaced by a new one when the server expired
 //     it (the recipes never reuse an expired session), or when a release
 //     could not be confirmed (ErrReleaseUnconfirmed: the node stays while
-//     the session lives, so it is closed, as documented). A recipe that a
-//     later issue adds joins by a resource name and a case in
-//     runner.recipe that turns its acquire and release into a grant.
+//     the session lives, so it is closed, as documented). A lock-like
+//     recipe joins by a workload kind in layout and a case in
+//     runner.recipe that turns its acquire and release into a grant (a
+//     MultiLock's grant is one holding per path); a recipe that keeps data
+//     records its writes and what it reports, as the cache writer and
+//     follower and the PersistentNode keeper do, for a check of its own.
 //   - Check is a pure function of the history: it knows nothing of
 //     ZooKeeper, so it is unit-tested with hand-made histories that break
 //     each property.
@@ -55,7 +62,8 @@
 //     least the highest it accepted; the recorded decisions must be exactly
 //     that, and every write must fall inside its holding.
 //   - Progress. After the last fault healed, every workload acquires again
-//     within ProgressBound.
+//     within ProgressBound (a MultiLock workload by a grant of its own, not
+//     a plain Mutex's on one of its paths).
 //   - Leftovers. Once every session is closed, no node but containers is
 //     left under the recipes' paths.
 //   - Orphans. While a session lives, a call that failed (a TryLock that
@@ -64,6 +72,22 @@
 //     for the session's ephemeral nodes under the path.
 //   - Errors. Every error a recipe call returned is one of the kinds a fault
 //     may cause (Classify, Allowed); anything else is a violation.
+//   - Cache. Each Cache's event stream, replayed on an empty tree, keeps
+//     the model the Cache documents: the initial load reports creations
+//     only, then CacheInitialized once; the copy stays a tree; per node
+//     versions only move forward and no state (Czxid, Mzxid) is reported
+//     twice; every state reported is one a write of the writer made (its
+//     data is unique to the write, and an acknowledged write's Stat is
+//     known; a write the server refused never shows); and at every
+//     snapshot of the copy (when the Cache stopped, and the final one) the
+//     replay is exactly the copy. See cacheCheck.
+//   - Convergence. Once the writer stopped after the heal, the Cache's copy
+//     equals the server's tree (the same nodes, data, Czxid, Mzxid and
+//     Version) within ProgressBound.
+//   - PersistentNode. Within ProgressBound of the heal each node exists, is
+//     owned by one of the sessions its PersistentNode was kept on, and
+//     holds the data of its last acknowledged creation or SetData, or of a
+//     later one that failed (NodeVerdict).
 //
 // On a violation, Timeline shows the events around it.
 package nemesis
