@@ -1,0 +1,145 @@
+package zkrecipes_test
+
+import (
+	"bytes"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// TestAtomicLongLayout: Curator's 8 bytes, big-endian; a missing node (or
+// one without data) is 0; the first change makes the node.
+func TestAtomicLongLayout(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	path := e.path + "/a/n"
+	a := zkrecipes.NewAtomicLong(e.session(), path)
+
+	if v, err := a.Get(ctx); v != 0 || err != nil {
+		t.Errorf("Get of a missing node = %d, %v; want 0", v, err)
+	}
+	if ok, _, _ := e.admin.Exists(path); ok {
+		t.Errorf("Get made the node")
+	}
+	if v, err := a.Add(ctx, -3); v != -3 || err != nil {
+		t.Fatalf("Add(-3) = %d, %v", v, err)
+	}
+	data, st, err := e.admin.Get(path)
+	must(t, err, "get")
+	if !bytes.Equal(data, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfd}) || st.EphemeralOwner != 0 {
+		t.Errorf("node %x (owner 0x%x), want -3 as 8 bytes, persistent", data, st.EphemeralOwner)
+	}
+	if ok, err := a.Initialize(ctx, 10); ok || err != nil {
+		t.Errorf("Initialize of an existing node = %v, %v; want false", ok, err)
+	}
+	if ok, err := a.CompareAndSwap(ctx, 7, 8); ok || err != nil {
+		t.Errorf("CompareAndSwap(7, 8) on -3 = %v, %v; want false", ok, err)
+	}
+	if ok, err := a.CompareAndSwap(ctx, -3, 1<<40); !ok || err != nil {
+		t.Errorf("CompareAndSwap(-3, 1<<40) = %v, %v; want true", ok, err)
+	}
+	if data, _, _ := e.admin.Get(path); !bytes.Equal(data, []byte{0, 0, 1, 0, 0, 0, 0, 0}) {
+		t.Errorf("node %x after CompareAndSwap to 1<<40", data)
+	}
+	must(t, a.Set(ctx, 5), "Set")
+	if v, _ := a.Get(ctx); v != 5 {
+		t.Errorf("Get after Set(5) = %d", v)
+	}
+
+	b := zkrecipes.NewAtomicLong(e.session(), e.path+"/b")
+	if ok, err := b.Initialize(ctx, 4); !ok || err != nil {
+		t.Errorf("Initialize of a missing node = %v, %v; want true", ok, err)
+	}
+	_, err = e.admin.Set(e.path+"/b", nil, -1)
+	must(t, err, "set")
+	if v, err := b.Add(ctx, 1); v != 1 || err != nil {
+		t.Errorf("Add(1) to a node without data = %d, %v; want 1", v, err)
+	}
+	_, err = e.admin.Set(e.path+"/b", []byte{1, 2, 3}, -1)
+	must(t, err, "set")
+	if _, err := b.Get(ctx); !errors.Is(err, zkrecipes.ErrCorruptValue) {
+		t.Errorf("Get of a 3-byte node = %v, want ErrCorruptValue", err)
+	}
+	if _, err := zkrecipes.NewAtomicLong(e.session(), path, zkrecipes.WithPromotion("x", 1)).Get(ctx); !errors.Is(err, zkrecipes.ErrInvalidPath) {
+		t.Errorf("a bad promotion path = %v, want ErrInvalidPath", err)
+	}
+}
+
+// TestAtomicLongAdd: sessions adding to one counter at once, optimistically
+// and promoted to a lock after one failed try, lose no addition; the
+// promotion's lock leaves no node.
+func TestAtomicLongAdd(t *testing.T) {
+	for _, promoted := range []bool{false, true} {
+		name := "optimistic"
+		if promoted {
+			name = "promoted"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := ctxTimeout(t, time.Minute)
+			path, lock := e.path+"/n", e.path+"/lock"
+			const workers, each = 4, 25
+			var wg sync.WaitGroup
+			for range workers {
+				var opts []zkrecipes.AtomicOption
+				if promoted {
+					opts = append(opts, zkrecipes.WithPromotion(lock, 1))
+				}
+				a := zkrecipes.NewAtomicLong(e.session(), path, opts...)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range each {
+						if _, err := a.Add(ctx, 1); !check(t, err, "Add") {
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if v, err := zkrecipes.NewAtomicLong(e.session(), path).Get(ctx); v != workers*each || err != nil {
+				t.Errorf("Get = %d, %v after %d additions", v, err, workers*each)
+			}
+			// The lock's node is a container the server removes only
+			// minutes after its last child: it tells whether anyone
+			// was promoted.
+			if ok, _, _ := e.admin.Exists(lock); ok != promoted {
+				t.Errorf("lock path exists: %v; want %v", ok, promoted)
+			}
+			e.empty(lock)
+		})
+	}
+}
+
+// TestAtomicLongUnconfirmed: the answer to an increment's create or write is
+// lost. An increment that never reached the server is sent again; one that
+// was applied is reported unconfirmed, never applied a second time.
+func TestAtomicLongUnconfirmed(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	p, err := zktest.NewProxy(e.servers[0])
+	must(t, err, "proxy")
+	t.Cleanup(func() { p.Close() })
+	a := zkrecipes.NewAtomicLong(e.sessionOn([]string{p.Addr()}), e.path+"/n")
+	e.mkdirs(e.path)
+
+	p.CutOnRequest(1, true) // the create that makes the node, applied
+	if _, err := a.Add(ctx, 1); !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
+		t.Errorf("Add whose create was applied, answer lost = %v, want ErrWriteUnconfirmed", err)
+	}
+	p.CutOnRequest(5, false) // setData, dropped
+	if v, err := a.Add(ctx, 1); v != 2 || err != nil {
+		t.Errorf("Add whose write never arrived = %d, %v; want it sent again: 2", v, err)
+	}
+	p.CutOnRequest(5, true) // setData, applied
+	if _, err := a.Add(ctx, 1); !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
+		t.Errorf("Add whose write was applied, answer lost = %v, want ErrWriteUnconfirmed", err)
+	}
+	if v, _ := a.Get(ctx); v != 3 {
+		t.Errorf("value %d after three increments, each applied once; want 3", v)
+	}
+}
