@@ -37,6 +37,11 @@ func unconfirmed(p string, cause error) error {
 // apart from our own write and is ErrWriteUnconfirmed.
 func (s *Session) conditionalWrite(ctx context.Context, p string, data []byte, version int32) (bool, error) {
 	for missing := 0; ; {
+		// Sent while the connection is down, the write would fail unsent
+		// and have to be read back.
+		if err := s.awaitUp(ctx); err != nil {
+			return false, err
+		}
 		err := s.sendWrite(ctx, p, data, version)
 		switch {
 		case err == nil:
