@@ -270,8 +270,8 @@ type Registration struct {
 
 // Register registers inst under its Name and ID as an ephemeral node
 // (Curator's DYNAMIC type), its missing parents as containers, as Curator
-// does. An empty ID becomes a random UUID and a zero RegistrationTime now
-// (Registration.Instance tells them). If a node with this id exists and
+// does. An empty ID becomes a random UUID, a zero RegistrationTime now and
+// an empty Type "DYNAMIC" (Registration.Instance tells them). If a node with this id exists and
 // belongs to another live session, Register returns an error wrapping
 // ErrMemberExists: unlike Curator, which deletes it and registers anew, it
 // never takes a live instance over (KeepRegistered waits for it to go).
@@ -309,8 +309,8 @@ func (d *Discovery) prepare(inst ServiceInstance) (ServiceInstance, []byte, erro
 	if err := d.checkSegment("instance id", inst.ID); err != nil {
 		return inst, nil, err
 	}
-	if t := cmpOr(inst.Type, "DYNAMIC"); t != "DYNAMIC" {
-		return inst, nil, fmt.Errorf("%w: service type %q: only DYNAMIC instances (ephemeral nodes) can be registered", ErrInvalidArgument, t)
+	if inst.Type = cmpOr(inst.Type, "DYNAMIC"); inst.Type != "DYNAMIC" {
+		return inst, nil, fmt.Errorf("%w: service type %q: only DYNAMIC instances (ephemeral nodes) can be registered", ErrInvalidArgument, inst.Type)
 	}
 	data, err := json.Marshal(inst)
 	return inst, data, err
