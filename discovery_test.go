@@ -189,7 +189,17 @@ func TestDiscoveryKeepRegistered(t *testing.T) {
 	kctx, stop := context.WithCancel(ctx)
 	defer stop()
 	done := async(func() error { return zkrecipes.KeepRegistered(kctx, newSession, base, inst) })
-	first := <-sessions
+	nextSession := func() *zkrecipes.Session {
+		t.Helper()
+		select {
+		case s := <-sessions:
+			return s
+		case <-time.After(30 * time.Second):
+			t.Fatal("KeepRegistered asked for no session within 30s")
+			return nil
+		}
+	}
+	first := nextSession()
 	// The holder watches its node (see Registration.Lost), KeepRegistered
 	// waits for it to go.
 	e.waitFor("KeepRegistered to wait for the held id", func() bool { return watchersOf(t, e.servers[0], node) == 2 })
@@ -204,7 +214,7 @@ func TestDiscoveryKeepRegistered(t *testing.T) {
 	e.waitFor("the instance on the first session", func() bool { return owner() == first.ID() })
 
 	e.expire(first)
-	second := <-sessions
+	second := nextSession()
 	e.waitFor("the instance on a new session", func() bool { return owner() == second.ID() })
 	closed(t, first.Done(), "the expired session")
 
