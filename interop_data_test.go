@@ -268,7 +268,9 @@ func discoveryInterop(t *testing.T, e *env, ctx context.Context, curator curator
 	r2, err := zkrecipes.NewDiscovery(e.session(), base).Register(ctx, zkrecipes.ServiceInstance{Name: "web", ID: "go-2", Address: "127.0.0.1", Port: 8001, Payload: json.RawMessage(`{"zone":"z1"}`)})
 	must(t, err, "Register")
 	cache.waitLine(t, "INSTANCES go-1=go-payload@127.0.0.1:8000,go-2={zone=z1}@127.0.0.1:8001,java-1=java-java-1@127.0.0.1:9000")
-	await("all three", func(insts []zkrecipes.ServiceInstance) bool { return slices.Equal(ids(insts), []string{"go-1", "go-2", "java-1"}) })
+	await("all three", func(insts []zkrecipes.ServiceInstance) bool {
+		return slices.Equal(ids(insts), []string{"go-1", "go-2", "java-1"})
+	})
 
 	must(t, r1.Unregister(ctx), "Unregister")
 	cache.waitLine(t, "INSTANCES go-2={zone=z1}@127.0.0.1:8001,java-1=java-java-1@127.0.0.1:9000")
