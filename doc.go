@@ -1,8 +1,12 @@
 // Package zkrecipes implements ZooKeeper coordination recipes for Go — Mutex,
 // RWMutex, Election, Group membership, Semaphore, Barrier and
-// DoubleBarrier — on top of a Session that tells its users, truthfully, when
-// what they hold is gone. The locks and the election are one algorithm, the
-// contender queue, with different rules for who waits for whom.
+// DoubleBarrier; SharedCount and AtomicLong; the work queues Queue and
+// LockingQueue; service Discovery — on top of a Session that tells its
+// users, truthfully, when what they hold is gone. The locks and the
+// election are one algorithm, the contender queue, with different rules
+// for who waits for whom. Each recipe uses the node layout of its Apache
+// Curator (or kazoo) counterpart, so Go and Java (or Python) processes can
+// share it.
 //
 // # Sessions
 //

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, what the tests need and the machine lacks:
-# Apache ZooKeeper 3.8 (real server for the tests), Curator's recipes (Java
-# interop tests), kazoo (Python interop tests) and a JDK (javac).
+# Apache ZooKeeper 3.8 (real server for the tests), Curator's recipes and
+# service discovery (Java interop tests), kazoo (Python interop tests) and a JDK (javac).
 set -euo pipefail
 
 need=()
@@ -10,6 +10,7 @@ need=()
 # manifest does not name netty-codec.
 [ -f /usr/share/java/netty-codec.jar ] || need+=(libnetty-java)
 [ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
+[ -f /usr/share/java/curator-x-discovery.jar ] || need+=(libcurator-discovery-java)
 [ -f /usr/share/java/slf4j-nop.jar ] || need+=(libslf4j-java)
 /usr/bin/python3 -c 'import kazoo' 2>/dev/null || need+=(python3-kazoo)
 command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
