@@ -274,7 +274,10 @@ type Registration struct {
 // an empty Type "DYNAMIC" (Registration.Instance tells them). If a node with this id exists and
 // belongs to another live session, Register returns an error wrapping
 // ErrMemberExists: unlike Curator, which deletes it and registers anew, it
-// never takes a live instance over (KeepRegistered waits for it to go).
+// never takes a live instance over (KeepRegistered waits for it to go). If
+// it belongs to this session (registered before), Register updates its
+// data, as Curator's registerService does, and returns a second
+// Registration of the same node.
 //
 // The registration ends with the session: to stay registered across
 // session expiry, register again on a new Session, or use KeepRegistered.
@@ -287,11 +290,34 @@ func (d *Discovery) Register(ctx context.Context, inst ServiceInstance) (*Regist
 		return nil, fmt.Errorf("zkrecipes: register an instance of %q in %s: %w", inst.Name, d.base, err)
 	}
 	node := d.base + "/" + inst.Name + "/" + inst.ID
-	if err := createEphemeral(ctx, d.s, node, data); err != nil {
+	err = createEphemeral(ctx, d.s, node, data)
+	if errors.Is(err, ErrMemberExists) {
+		err = d.reregister(ctx, node, data, err)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("zkrecipes: register %s: %w", node, err)
 	}
 	g := &Group{s: d.s, dir: d.base + "/" + inst.Name, id: inst.ID, node: node, h: d.s.holdNode(node)}
 	return &Registration{g: g, inst: inst}, nil
+}
+
+// reregister updates node, registered already, if it is this session's;
+// otherwise it returns exists, the error that said it is there.
+func (d *Discovery) reregister(ctx context.Context, node string, data []byte, exists error) error {
+	st, err := d.s.stat(ctx, node)
+	switch {
+	case errors.Is(err, zkclient.ErrNoNode):
+		return exists // gone meanwhile: the caller may try again
+	case err != nil:
+		return err
+	case st.EphemeralOwner != d.s.ID():
+		return exists
+	}
+	_, err = d.s.setData(ctx, node, data, st.Version)
+	if errors.Is(err, zkclient.ErrBadVersion) || errors.Is(err, zkclient.ErrNoNode) {
+		return exists // changed or gone meanwhile: let the caller look again
+	}
+	return err
 }
 
 // prepare fills in inst's defaults and checks it.

@@ -151,6 +151,15 @@ func TestDiscoveryRegister(t *testing.T) {
 	must(t, r2.Unregister(ctx), "Unregister")
 	next("a")
 	closed(t, r2.Lost(), "Lost after Unregister")
+	// Registering again on the session that holds the id updates it.
+	again := r1.Instance()
+	again.Port = 9090
+	if _, err := d1.Register(ctx, again); err != nil {
+		t.Errorf("Register again on the same session = %v", err)
+	}
+	if got := next("a"); got[0].Port != 9090 {
+		t.Errorf("watch after registering again: %+v", got)
+	}
 
 	// A cancelled Register leaves nothing.
 	cctx, cancel := context.WithCancel(ctx)

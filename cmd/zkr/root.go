@@ -97,6 +97,8 @@ given to them.
 		a.newElectCmd(),
 		a.newMembersCmd(),
 		a.newJoinCmd(),
+		a.newRegisterCmd(),
+		a.newServicesCmd(),
 		a.newInspectCmd(),
 		a.newDemoCmd(),
 		a.newBenchCmd(),
