@@ -2,6 +2,7 @@ package zkrecipes_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -141,5 +142,43 @@ func TestAtomicLongUnconfirmed(t *testing.T) {
 	}
 	if v, _ := a.Get(ctx); v != 3 {
 		t.Errorf("value %d after three increments, each applied once; want 3", v)
+	}
+}
+
+// TestCountersSessionEnd: on an expired session the counters' calls fail
+// with ErrSessionExpired and a SharedCount's watch ends; a cancelled Add
+// changes nothing.
+func TestCountersSessionEnd(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	s := e.session()
+	a := zkrecipes.NewAtomicLong(s, e.path+"/n")
+	c := zkrecipes.NewSharedCount(s, e.path+"/c", 0)
+	must(t, a.Set(ctx, 7), "Set")
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := a.Add(cancelled, 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("Add with a cancelled context = %v", err)
+	}
+	if v, _ := a.Get(ctx); v != 7 {
+		t.Errorf("value %d after a cancelled Add, want 7", v)
+	}
+
+	watch := c.Watch(ctx)
+	<-watch
+	e.expire(s)
+	for open := true; open; {
+		select {
+		case _, open = <-watch:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the watch of an expired session is still open after 20s")
+		}
+	}
+	if _, err := a.Add(ctx, 1); !errors.Is(err, zkrecipes.ErrSessionExpired) {
+		t.Errorf("Add on an expired session = %v", err)
+	}
+	if _, err := c.TrySetCount(ctx, 1, zkrecipes.VersionedCount{}); !errors.Is(err, zkrecipes.ErrSessionExpired) {
+		t.Errorf("TrySetCount on an expired session = %v", err)
 	}
 }
