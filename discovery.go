@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -262,9 +263,11 @@ func (d *Discovery) checkSegment(what, v string) error {
 // Registration is an instance registered by this session: an ephemeral node
 // that lives until Unregister or the end of the session. It is a Group
 // membership (see JoinGroup) in the service's group, and its errors are
-// worded so.
+// worded so. Its methods are safe to call concurrently.
 type Registration struct {
-	g    *Group
+	g *Group
+
+	mu   sync.Mutex // serialises Update; guards inst
 	inst ServiceInstance
 }
 
@@ -343,12 +346,18 @@ func (d *Discovery) prepare(inst ServiceInstance) (ServiceInstance, []byte, erro
 }
 
 // Instance returns the instance as registered (or last updated).
-func (r *Registration) Instance() ServiceInstance { return r.inst }
+func (r *Registration) Instance() ServiceInstance {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inst
+}
 
 // Update replaces the registered instance's data with inst, which must have
 // the same Name and ID (an empty ID or zero RegistrationTime is the
 // registered one's). Errors are those of Group.Update.
 func (r *Registration) Update(ctx context.Context, inst ServiceInstance) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if inst.ID == "" {
 		inst.ID = r.inst.ID
 	}
