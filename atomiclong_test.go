@@ -3,10 +3,14 @@ package zkrecipes_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -117,31 +121,67 @@ func TestAtomicLongAdd(t *testing.T) {
 }
 
 // TestAtomicLongUnconfirmed: the answer to an increment's create or write is
-// lost. An increment that never reached the server is sent again; one that
-// was applied is reported unconfirmed, never applied a second time.
+// lost. An increment that never reached the server is sent again; one sent
+// is applied once at most: reported done, or unconfirmed, never applied a
+// second time.
 func TestAtomicLongUnconfirmed(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	p, err := zktest.NewProxy(e.servers[0])
 	must(t, err, "proxy")
 	t.Cleanup(func() { p.Close() })
-	a := zkrecipes.NewAtomicLong(e.sessionOn([]string{p.Addr()}), e.path+"/n")
+	s := e.sessionOn([]string{p.Addr()})
+	a := zkrecipes.NewAtomicLong(s, e.path+"/n")
 	e.mkdirs(e.path)
 
-	p.CutOnRequest(1, true) // the create that makes the node, applied
-	if _, err := a.Add(ctx, 1); !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
-		t.Errorf("Add whose create was applied, answer lost = %v, want ErrWriteUnconfirmed", err)
+	want := int64(0)
+	for _, step := range []struct {
+		opcode  int32
+		forward bool
+	}{{1, false}, {1, true}, {5, false}, {5, true}} {
+		p.CutOnRequest(step.opcode, step.forward)
+		v, err := a.Add(ctx, 1)
+		switch {
+		case err == nil && v == want+1:
+			want++
+		case errors.Is(err, zkrecipes.ErrWriteUnconfirmed) && step.forward:
+			// Applied, answer lost: nothing can tell.
+			if got, _ := a.Get(ctx); got != want && got != want+1 {
+				t.Errorf("value %d after an unconfirmed increment of %d", got, want)
+			} else {
+				want = got
+			}
+		default:
+			t.Errorf("Add with opcode %d cut (sent on: %v) = %d, %v; want %d, or ErrWriteUnconfirmed if sent", step.opcode, step.forward, v, err, want+1)
+		}
+		if got, _ := a.Get(ctx); got != want {
+			t.Errorf("value %d after opcode %d cut (sent on: %v), want %d: each increment applied at most once", got, step.opcode, step.forward, want)
+			want = got
+		}
 	}
-	p.CutOnRequest(5, false) // setData, dropped
-	if v, err := a.Add(ctx, 1); v != 2 || err != nil {
-		t.Errorf("Add whose write never arrived = %d, %v; want it sent again: 2", v, err)
-	}
-	p.CutOnRequest(5, true) // setData, applied
-	if _, err := a.Add(ctx, 1); !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
-		t.Errorf("Add whose write was applied, answer lost = %v, want ErrWriteUnconfirmed", err)
-	}
-	if v, _ := a.Get(ctx); v != 3 {
-		t.Errorf("value %d after three increments, each applied once; want 3", v)
+
+	// The create that makes the node is dropped, and another client makes
+	// the node before this one is back: with another value, the increment
+	// goes on from it; with the value this one would have written, nothing
+	// tells the two creates apart.
+	for _, other := range []int64{5, 1} {
+		path := fmt.Sprintf("%s/made-%d", e.path, other)
+		b := zkrecipes.NewAtomicLong(s, path)
+		p.Refuse(true)
+		p.CutOnRequest(1, false)
+		var v int64
+		done := async(func() (err error) { v, err = b.Add(ctx, 1); return err })
+		closed(t, p.Tripped(), "the create trap")
+		_, err := e.admin.Create(path, binary.BigEndian.AppendUint64(nil, uint64(other)), 0, zk.WorldACL(zk.PermAll))
+		must(t, err, "create")
+		p.Refuse(false)
+		err = result(t, done, "Add")
+		switch {
+		case other != 1 && (v != other+1 || err != nil):
+			t.Errorf("Add after another client made the node with %d = %d, %v; want %d", other, v, err, other+1)
+		case other == 1 && !errors.Is(err, zkrecipes.ErrWriteUnconfirmed):
+			t.Errorf("Add after another client made the node with its own value = %d, %v; want ErrWriteUnconfirmed", v, err)
+		}
 	}
 }
 

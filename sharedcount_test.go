@@ -135,9 +135,10 @@ func TestSharedCountWatch(t *testing.T) {
 }
 
 // TestSharedCountUnconfirmed: a TrySetCount whose answer is lost. If the
-// write did not reach the server it is sent again and succeeds; if it was
-// applied, nothing read afterwards tells it from another client's equal
-// write, and the error says so rather than claim or deny it.
+// write did not reach the server it is sent again and succeeds; if another
+// client wrote a different value meanwhile it failed; if another client
+// wrote the same value, nothing read afterwards tells that write from ours,
+// and the error says so rather than claim or deny it.
 func TestSharedCountUnconfirmed(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, 30*time.Second)
@@ -153,14 +154,38 @@ func TestSharedCountUnconfirmed(t *testing.T) {
 	if ok, err := c.TrySetCount(ctx, 1, v); !ok || err != nil {
 		t.Errorf("TrySetCount whose write never arrived = %v, %v; want it sent again: true", ok, err)
 	}
+
+	// Dropped, while another client writes before this one is back.
+	for _, other := range []int32{9, 2} {
+		v, err := c.Count(ctx)
+		must(t, err, "Count")
+		p.Refuse(true)
+		p.CutOnRequest(5, false)
+		var ok bool
+		done := async(func() (err error) { ok, err = c.TrySetCount(ctx, 2, v); return err })
+		closed(t, p.Tripped(), "the setData trap")
+		_, err = e.admin.Set(path, []byte{0, 0, 0, byte(other)}, v.Version)
+		must(t, err, "set")
+		p.Refuse(false)
+		err = result(t, done, "TrySetCount")
+		switch {
+		case other != 2 && (ok || err != nil):
+			t.Errorf("TrySetCount after another client wrote %d = %v, %v; want false", other, ok, err)
+		case other == 2 && (ok || !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) || !errors.Is(err, zkrecipes.ErrConnectionLoss)):
+			t.Errorf("TrySetCount after another client wrote the same value = %v, %v; want ErrWriteUnconfirmed", ok, err)
+		}
+	}
+
+	// Forwarded: applied, unless the cut made the server drop it; either
+	// way it is applied once.
 	v, err = c.Count(ctx)
 	must(t, err, "Count")
-	p.CutOnRequest(5, true) // setData, applied
-	ok, err := c.TrySetCount(ctx, 2, v)
-	if ok || !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) || !errors.Is(err, zkrecipes.ErrConnectionLoss) {
-		t.Errorf("TrySetCount applied, answer lost = %v, %v; want ErrWriteUnconfirmed", ok, err)
+	p.CutOnRequest(5, true)
+	ok, err := c.TrySetCount(ctx, 3, v)
+	if err != nil && !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) || err == nil && !ok {
+		t.Errorf("TrySetCount sent, answer lost = %v, %v; want true, or ErrWriteUnconfirmed", ok, err)
 	}
-	if v, _ := c.Count(ctx); v != (zkrecipes.VersionedCount{Value: 2, Version: 2}) {
-		t.Errorf("count %+v, want 2 at version 2: each write applied once", v)
+	if now, _ := c.Count(ctx); now != (zkrecipes.VersionedCount{Value: 3, Version: v.Version + 1}) {
+		t.Errorf("count %+v, want 3 at version %d: the write applied once", now, v.Version+1)
 	}
 }

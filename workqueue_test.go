@@ -228,9 +228,10 @@ func TestQueueSessionExpiry(t *testing.T) {
 
 // TestQueueUnconfirmed: the answer to a take's delete or an offer's create is
 // lost. A delete that never reached the server is sent again and the item
-// taken; one that was applied cannot be told from another consumer's, and
-// Take returns the data with ErrWriteUnconfirmed. An offer's create is
-// unconfirmed either way (the server names the node).
+// taken. One that did not either, while another consumer took the item,
+// cannot be told from one that was applied: Take returns the data with
+// ErrWriteUnconfirmed. An offer's create is unconfirmed either way (the
+// server names the node).
 func TestQueueUnconfirmed(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, 30*time.Second)
@@ -239,7 +240,7 @@ func TestQueueUnconfirmed(t *testing.T) {
 	must(t, err, "proxy")
 	t.Cleanup(func() { p.Close() })
 	q := zkrecipes.NewQueue(e.sessionOn([]string{p.Addr()}), path)
-	for _, d := range []string{"a", "b"} {
+	for _, d := range []string{"a", "b", "c"} {
 		must(t, q.Offer(ctx, []byte(d)), "Offer")
 	}
 
@@ -247,18 +248,38 @@ func TestQueueUnconfirmed(t *testing.T) {
 	if data, err := q.Take(ctx); string(data) != "a" || err != nil {
 		t.Errorf("Take whose delete never arrived = %q, %v; want a", data, err)
 	}
-	p.CutOnRequest(2, true) // delete, applied
-	data, err := q.Take(ctx)
-	if string(data) != "b" || !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
-		t.Errorf("Take whose delete was applied, answer lost = %q, %v; want b and ErrWriteUnconfirmed", data, err)
+
+	// Dropped again, and another consumer takes the item before this one
+	// is back.
+	p.Refuse(true)
+	p.CutOnRequest(2, false)
+	var data []byte
+	done := async(func() (err error) { data, err = q.Take(ctx); return err })
+	closed(t, p.Tripped(), "the delete trap")
+	kids := e.children(path)
+	slices.Sort(kids)
+	must(t, e.admin.Delete(path+"/"+kids[0], -1), "delete b")
+	p.Refuse(false)
+	if err := result(t, done, "Take"); string(data) != "b" || !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
+		t.Errorf("Take whose item went while its delete was lost = %q, %v; want b and ErrWriteUnconfirmed", data, err)
+	}
+
+	// Forwarded: applied, unless the cut made the server drop it; either
+	// way the item is taken once.
+	p.CutOnRequest(2, true)
+	data, err = q.Take(ctx)
+	if string(data) != "c" || err != nil && !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
+		t.Errorf("Take whose delete was sent, answer lost = %q, %v; want c, unconfirmed or not", data, err)
 	}
 	for _, forward := range []bool{false, true} {
 		p.CutOnRequest(1, forward)
-		if err := q.Offer(ctx, []byte("c")); !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
-			t.Errorf("Offer with its create cut (reached the server: %v) = %v, want ErrWriteUnconfirmed", forward, err)
+		if err := q.Offer(ctx, []byte("d")); !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
+			t.Errorf("Offer with its create cut (sent on: %v) = %v, want ErrWriteUnconfirmed", forward, err)
 		}
 	}
-	if n, err := q.Len(ctx); n != 1 || err != nil {
-		t.Errorf("Len = %d, %v; want the one offer that reached the server", n, err)
+	for _, k := range e.children(path) {
+		if d, _, _ := e.admin.Get(path + "/" + k); string(d) != "d" {
+			t.Errorf("item %s = %q left in the queue", k, d)
+		}
 	}
 }
