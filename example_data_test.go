@@ -186,7 +186,7 @@ func ExampleKeepRegistered() {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	ctx, stop := context.WithTimeout(context.Background(), time.Second)
+	ctx, stop := context.WithTimeout(context.Background(), 200*time.Millisecond) // until shutdown, say
 	defer stop()
 
 	connect := func(ctx context.Context) (*zkrecipes.Session, error) {
