@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkserver"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -97,6 +98,32 @@ func TestQueueLayout(t *testing.T) {
 	}
 	if kids := e.children(path); !slices.Equal(kids, []string{"foreign"}) {
 		t.Errorf("left: %v; want the foreign node only", kids)
+	}
+}
+
+// TestQueuePathKinds: a queue path made for Curator's names is a container,
+// as Curator makes it, and one made for kazoo's is persistent, as kazoo
+// makes it (kazoo's producers make it once, and fail if the server removed
+// it). Real ZooKeeper checks containers every minute; zkserver can be told
+// to check now.
+func TestQueuePathKinds(t *testing.T) {
+	srv := zkserver.RunT(t)
+	e := newEnvOn(t, []string{srv.Addr()})
+	ctx := ctxTimeout(t, 30*time.Second)
+	s := e.session()
+	curator, kazoo := e.path+"/curator", e.path+"/kazoo"
+	for _, q := range []*zkrecipes.Queue{zkrecipes.NewQueue(s, curator), zkrecipes.NewQueue(s, kazoo, zkrecipes.WithKazooNames())} {
+		must(t, q.Offer(ctx, []byte("x")), "Offer")
+		if _, err := q.Take(ctx); err != nil {
+			t.Fatalf("Take: %v", err)
+		}
+	}
+	srv.CheckContainers()
+	if ok, _, _ := e.admin.Exists(curator); ok {
+		t.Errorf("the empty Curator-named queue %s was not removed: not a container", curator)
+	}
+	if ok, _, _ := e.admin.Exists(kazoo); !ok {
+		t.Errorf("the empty kazoo-named queue %s was removed: not persistent", kazoo)
 	}
 }
 
