@@ -176,7 +176,9 @@ func TestSharedCountUnconfirmed(t *testing.T) {
 		}
 	}
 
-	// Forwarded: applied, unless the cut made the server drop it; either
+	// Armed to forward: applied, unless the request went out on the
+	// previous, dying connection (the client may not know it is dead yet
+	// when the call is made) and never reached the trap; either
 	// way it is applied once.
 	v, err = c.Count(ctx)
 	must(t, err, "Count")

@@ -291,7 +291,9 @@ func TestQueueUnconfirmed(t *testing.T) {
 		t.Errorf("Take whose item went while its delete was lost = %q, %v; want b and ErrWriteUnconfirmed", data, err)
 	}
 
-	// Forwarded: applied, unless the cut made the server drop it; either
+	// Armed to forward: applied, unless the request went out on the
+	// previous, dying connection (the client may not know it is dead yet
+	// when the call is made) and never reached the trap; either
 	// way the item is taken once.
 	p.CutOnRequest(2, true)
 	data, err = q.Take(ctx)
