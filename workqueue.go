@@ -59,7 +59,9 @@ func checkPriority(priority int) error {
 // with Apache Curator's SimpleDistributedQueue (items "<path>/qn-<seq>")
 // and, with WithKazooNames, with kazoo's Queue (items
 // "<path>/entry-<priority>-<seq>"). Each item is a persistent sequential node
-// whose data is the item; the path and its missing parents are containers.
+// whose data is the item; the path's missing parents are containers, and
+// so is the path, as Curator makes it (with WithKazooNames a persistent
+// node, as kazoo makes it, since kazoo's producers make it only once).
 // Consumers take items in the order of their names, whichever naming made
 // them (see Take).
 //
@@ -125,6 +127,11 @@ func (q *Queue) offer(ctx context.Context, data []byte, priority int) error {
 		return fmt.Errorf("zkrecipes: offer to %s: %w", q.dir, err)
 	}
 	ensure := func(ctx context.Context) error { return q.s.ensurePath(ctx, q.dir) }
+	if q.kazoo {
+		// kazoo makes the path once per Queue value and fails if the
+		// server later removes it as an empty container.
+		ensure = func(ctx context.Context) error { return q.s.createIfMissing(ctx, q.dir, nil) }
+	}
 	if err := offerItem(ctx, q.s, q.dir, itemName(q.kazoo, priority), data, ensure); err != nil {
 		return fmt.Errorf("zkrecipes: offer to %s: %w", q.dir, err)
 	}
