@@ -1,8 +1,13 @@
 // Package zkrecipes implements ZooKeeper coordination recipes for Go — Mutex,
 // RWMutex, MultiLock, Election, Group membership, Semaphore, Barrier,
-// DoubleBarrier and PersistentNode — on top of a Session that tells its users, truthfully, when
-// what they hold is gone. The locks and the election are one algorithm, the
-// contender queue, with different rules for who waits for whom.
+// DoubleBarrier and PersistentNode; SharedCount and AtomicLong; the work
+// queues Queue and LockingQueue; service Discovery; a Cache of a subtree —
+// on top of a Session that tells its users, truthfully, when what they
+// hold is gone, and that reads and writes the caller's own nodes too. The
+// locks and the election are one algorithm, the contender queue, with
+// different rules for who waits for whom. Each recipe uses the node layout
+// of its Apache Curator (or kazoo) counterpart, so Go and Java (or Python)
+// processes can share it.
 //
 // # Sessions
 //

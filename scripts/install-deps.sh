@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, what the tests need and the machine lacks:
-# Apache ZooKeeper 3.8 (real server for the tests), Curator's recipes (Java
-# interop tests), kazoo (Python interop tests), a JDK (javac) and MIT
-# Kerberos (a KDC for the Kerberos tests).
+# Apache ZooKeeper 3.8 (real server for the tests), Curator's recipes and
+# service discovery (Java interop tests), kazoo (Python interop tests), a JDK
+# (javac) and MIT Kerberos (a KDC for the Kerberos tests).
 set -euo pipefail
 
 need=()
@@ -11,6 +11,7 @@ need=()
 # manifest does not name netty-codec.
 [ -f /usr/share/java/netty-codec.jar ] || need+=(libnetty-java)
 [ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
+[ -f /usr/share/java/curator-x-discovery.jar ] || need+=(libcurator-discovery-java)
 [ -f /usr/share/java/slf4j-nop.jar ] || need+=(libslf4j-java)
 /usr/bin/python3 -c 'import kazoo' 2>/dev/null || need+=(python3-kazoo)
 command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)

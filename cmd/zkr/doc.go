@@ -6,6 +6,8 @@
 //	zkr elect PATH --observe              print the leader of PATH whenever it changes
 //	zkr members PATH [--watch]            list (and follow) the members of a group
 //	zkr join PATH --id ID [-- COMMAND]    be a member of a group while COMMAND runs
+//	zkr register BASE NAME [-- COMMAND]   be a service instance (Curator's discovery) while COMMAND runs
+//	zkr services BASE [NAME] [--watch]    list the services, or one's instances (and follow them)
 //	zkr inspect PATH                      show the queue of a lock or election
 //	zkr demo [SCENARIO]                   zkrecipes against hand-rolled recipes, measured: herd
 //	                                      (default), race, crash, watches, election, payload, all

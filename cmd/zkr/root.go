@@ -116,6 +116,8 @@ on servers given to them.
 		a.newElectCmd(),
 		a.newMembersCmd(),
 		a.newJoinCmd(),
+		a.newRegisterCmd(),
+		a.newServicesCmd(),
 		a.newInspectCmd(),
 		a.newWatchCmd(),
 		a.newDemoCmd(),

@@ -178,7 +178,8 @@ public class CuratorContender {
         opts.put("session-timeout-ms", "10000");
         opts.put("acquire-timeout-ms", "60000");
         String[] known = {"connect", "path", "recipe", "count", "hold-ms", "marker", "id",
-            "session-timeout-ms", "acquire-timeout-ms", "start-file", "leases", "stop-file", "members"};
+            "session-timeout-ms", "acquire-timeout-ms", "start-file", "leases", "stop-file", "members",
+            "service", "lock-path"};
         for (int i = 0; i < argv.length; i++) {
             String a = argv[i];
             if (!a.startsWith("--")) {
@@ -237,6 +238,9 @@ public class CuratorContender {
         int sessionTimeoutMs = intOpt(opts, "session-timeout-ms", 1);
         int acquireTimeoutMs = intOpt(opts, "acquire-timeout-ms", 1);
         Path marker = Paths.get(opts.get("marker"));
+        if (DataRecipes.NAMES.contains(recipe)) {
+            return DataRecipes.run(opts, connect, path, recipe, id, count, sessionTimeoutMs, acquireTimeoutMs);
+        }
         boolean shared;
         int leases = 0; // a semaphore's: at most this many holders at once
         switch (recipe) {
@@ -538,6 +542,178 @@ public class CuratorContender {
         } catch (NoSuchFileException e) {
             // Someone else removed our marker while we held the recipe.
             violation(id + " acquisition " + n + ": marker " + mine + " vanished while held");
+        }
+    }
+
+    /**
+     * The data recipes: counters, queues and service discovery. Each prints
+     * "READY id" once connected, waits for the start file, then:
+     * shared-count adds one to SharedCount(path, seed 0) count times, by
+     * trySetCount on the value it read, again until it succeeds;
+     * atomic-long increments DistributedAtomicLong(path) count times (with
+     * --lock-path, promoted to that lock after one failed try), again
+     * until each succeeds; queue-offer offers "id-n" (n from 1 to count) to
+     * SimpleDistributedQueue(path); queue-take takes count items from it,
+     * printing "ITEM data" for each; discovery-register registers the
+     * instance id of --service under the base path (address 127.0.0.1,
+     * port 9000, payload the String "java-id", uriSpec
+     * "{scheme}://{address}:{port}"), prints "REGISTERED id" and
+     * unregisters once the stop file exists; discovery-query follows
+     * --service through a ServiceCache and prints
+     * "INSTANCES id=payload@address:port,..." (sorted by id) at first and
+     * after every change, until the stop file exists. All print "DONE id"
+     * at the end.
+     */
+    static final class DataRecipes {
+        static final java.util.Set<String> NAMES = new java.util.HashSet<>(java.util.Arrays.asList(
+                "shared-count", "atomic-long", "queue-offer", "queue-take", "discovery-register", "discovery-query"));
+
+        static int run(Map<String, String> opts, String connect, String path, String recipe, String id, int count,
+                int sessionTimeoutMs, int acquireTimeoutMs) throws Exception {
+            if (recipe.startsWith("discovery-") && (!opts.containsKey("service") || !opts.containsKey("stop-file"))) {
+                throw new UsageException("--service and --stop-file are required with --recipe " + recipe);
+            }
+            CuratorFramework client = CuratorFrameworkFactory.builder()
+                    .connectString(connect)
+                    .sessionTimeoutMs(sessionTimeoutMs)
+                    .connectionTimeoutMs(Math.min(sessionTimeoutMs, 15000))
+                    .retryPolicy(new ExponentialBackoffRetry(100, 10, 2000))
+                    .build();
+            try {
+                client.start();
+                if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("could not connect to " + connect + " within 30s");
+                }
+                System.out.println("READY " + id);
+                System.out.flush();
+                if (opts.containsKey("start-file")) {
+                    awaitFile(Paths.get(opts.get("start-file")), acquireTimeoutMs);
+                }
+                switch (recipe) {
+                    case "shared-count":
+                        sharedCount(client, path, count);
+                        break;
+                    case "atomic-long":
+                        atomicLong(client, path, opts.get("lock-path"), count);
+                        break;
+                    case "queue-offer": {
+                        org.apache.curator.framework.recipes.queue.SimpleDistributedQueue q =
+                                new org.apache.curator.framework.recipes.queue.SimpleDistributedQueue(client, path);
+                        for (int n = 1; n <= count; n++) {
+                            q.offer((id + "-" + n).getBytes(StandardCharsets.UTF_8));
+                        }
+                        break;
+                    }
+                    case "queue-take": {
+                        org.apache.curator.framework.recipes.queue.SimpleDistributedQueue q =
+                                new org.apache.curator.framework.recipes.queue.SimpleDistributedQueue(client, path);
+                        for (int n = 1; n <= count; n++) {
+                            byte[] item = q.poll(acquireTimeoutMs, TimeUnit.MILLISECONDS);
+                            if (item == null) {
+                                throw new IllegalStateException("no item within " + acquireTimeoutMs + "ms after " + (n - 1));
+                            }
+                            System.out.println("ITEM " + new String(item, StandardCharsets.UTF_8));
+                            System.out.flush();
+                        }
+                        break;
+                    }
+                    case "discovery-register":
+                        register(client, path, opts.get("service"), id, Paths.get(opts.get("stop-file")), acquireTimeoutMs);
+                        break;
+                    default:
+                        query(client, path, opts.get("service"), Paths.get(opts.get("stop-file")), acquireTimeoutMs);
+                        break;
+                }
+            } finally {
+                client.close();
+            }
+            System.out.println("DONE " + id);
+            System.out.flush();
+            return EXIT_OK;
+        }
+
+        static void sharedCount(CuratorFramework client, String path, int count) throws Exception {
+            try (org.apache.curator.framework.recipes.shared.SharedCount c =
+                    new org.apache.curator.framework.recipes.shared.SharedCount(client, path, 0)) {
+                c.start();
+                for (int n = 0; n < count; n++) {
+                    while (true) {
+                        org.apache.curator.framework.recipes.shared.VersionedValue<Integer> v = c.getVersionedValue();
+                        if (c.trySetCount(v, v.getValue() + 1)) {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+
+        static void atomicLong(CuratorFramework client, String path, String lockPath, int count) throws Exception {
+            org.apache.curator.retry.RetryNTimes optimistic = new org.apache.curator.retry.RetryNTimes(lockPath == null ? 100 : 1, 0);
+            org.apache.curator.framework.recipes.atomic.DistributedAtomicLong a = lockPath == null
+                    ? new org.apache.curator.framework.recipes.atomic.DistributedAtomicLong(client, path, optimistic)
+                    : new org.apache.curator.framework.recipes.atomic.DistributedAtomicLong(client, path, optimistic,
+                            org.apache.curator.framework.recipes.atomic.PromotedToLock.builder().lockPath(lockPath)
+                                    .retryPolicy(new org.apache.curator.retry.RetryNTimes(100, 0)).build());
+            for (int n = 0; n < count; n++) {
+                while (!a.increment().succeeded()) {
+                    // every try failed: try again
+                }
+            }
+        }
+
+        static void register(CuratorFramework client, String base, String service, String id, Path stop, long timeoutMs)
+                throws Exception {
+            org.apache.curator.x.discovery.ServiceInstance<String> inst =
+                    org.apache.curator.x.discovery.ServiceInstance.<String>builder()
+                            .name(service).id(id).address("127.0.0.1").port(9000).payload("java-" + id)
+                            .uriSpec(new org.apache.curator.x.discovery.UriSpec("{scheme}://{address}:{port}"))
+                            .build();
+            try (org.apache.curator.x.discovery.ServiceDiscovery<String> d =
+                    org.apache.curator.x.discovery.ServiceDiscoveryBuilder.builder(String.class)
+                            .client(client).basePath(base).build()) {
+                d.start();
+                d.registerService(inst);
+                System.out.println("REGISTERED " + id);
+                System.out.flush();
+                awaitFile(stop, timeoutMs);
+                d.unregisterService(inst);
+            }
+        }
+
+        static void query(CuratorFramework client, String base, String service, Path stop, long timeoutMs) throws Exception {
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+            String last = null;
+            try (org.apache.curator.x.discovery.ServiceDiscovery<Object> d =
+                    org.apache.curator.x.discovery.ServiceDiscoveryBuilder.builder(Object.class)
+                            .client(client).basePath(base).build()) {
+                d.start();
+                try (org.apache.curator.x.discovery.ServiceCache<Object> cache =
+                        d.serviceCacheBuilder().name(service).build()) {
+                    cache.start();
+                    while (!Files.exists(stop)) {
+                        if (System.nanoTime() - deadline > 0) {
+                            throw new IllegalStateException("stop file " + stop + " did not appear within " + timeoutMs + "ms");
+                        }
+                        TreeMap<String, String> view = new TreeMap<>();
+                        for (org.apache.curator.x.discovery.ServiceInstance<Object> i : cache.getInstances()) {
+                            view.put(i.getId(), i.getPayload() + "@" + i.getAddress() + ":" + i.getPort());
+                        }
+                        StringBuilder b = new StringBuilder();
+                        for (Map.Entry<String, String> e : view.entrySet()) {
+                            if (b.length() > 0) {
+                                b.append(',');
+                            }
+                            b.append(e.getKey()).append('=').append(e.getValue());
+                        }
+                        if (!b.toString().equals(last)) {
+                            last = b.toString();
+                            System.out.println("INSTANCES " + last);
+                            System.out.flush();
+                        }
+                        Thread.sleep(10);
+                    }
+                }
+            }
         }
     }
 }

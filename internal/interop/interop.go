@@ -27,6 +27,25 @@
 //	--members N                      double-barrier only (and required there):
 //	                                 its number of participants
 //	--node-names curator|stock       kazoo only, default curator; see below
+//	--service NAME                   discovery-* only (and required there)
+//	--lock-path P                    atomic-long only: PromotedToLock's lock
+//
+// The data recipes (counters, queues, service discovery) share the start
+// (READY, the start file) and the end (DONE) of the protocol below, and
+// print what they took or saw: shared-count and atomic-long (Curator only)
+// add one to Curator's SharedCount or DistributedAtomicLong on path, count
+// times, trying again until each addition succeeds; queue-offer offers the
+// items "<id>-<n>", n from 1 to count, and queue-take takes count items,
+// printing "ITEM <data>" for each (Curator: SimpleDistributedQueue; kazoo:
+// Queue); locking-queue-offer and locking-queue-take (kazoo only) do the
+// same with kazoo's LockingQueue, consuming each item after printing it;
+// discovery-register (Curator only) registers the instance --id of
+// --service with Curator's ServiceDiscovery on the base path --path
+// (address 127.0.0.1, port 9000, payload the String "java-<id>"), prints
+// "REGISTERED <id>" and unregisters once the stop file exists;
+// discovery-query (Curator only) follows --service with a ServiceCache and
+// prints "INSTANCES <id>=<payload>@<address>:<port>,..." (sorted by id) at
+// first and after every change, until the stop file exists.
 //
 // Recipes: mutex is Curator's InterProcessMutex; read and write are the two
 // sides of Curator's InterProcessReadWriteLock; latch is Curator's
@@ -133,10 +152,15 @@ var curatorJars = []string{
 	"guava.jar",
 	"slf4j-api.jar",
 	"slf4j-nop.jar", // silences Curator/ZooKeeper logging
+	// Service discovery (libcurator-discovery-java) and its JSON.
+	"curator-x-discovery.jar",
+	"jackson-databind.jar",
+	"jackson-core.jar",
+	"jackson-annotations.jar",
 }
 
 // curatorInstallHint names the Debian packages providing the Java side.
-const curatorInstallHint = "apt-get install default-jdk-headless libcurator-recipes-java libslf4j-java"
+const curatorInstallHint = "apt-get install default-jdk-headless libcurator-recipes-java libcurator-discovery-java libslf4j-java"
 
 // kazooInstallHint names the Debian packages providing the Python side.
 const kazooInstallHint = "apt-get install python3 python3-kazoo"
@@ -162,7 +186,8 @@ func curatorClasspath() string {
 // CuratorAvailable reports whether java, javac and the Curator, ZooKeeper and
 // dependency jars under JavaDir are present. A non-nil error lists what is
 // missing and which Debian packages to apt-get install
-// (default-jdk-headless, libcurator-recipes-java, libslf4j-java).
+// (default-jdk-headless, libcurator-recipes-java, libcurator-discovery-java,
+// libslf4j-java).
 func CuratorAvailable() error {
 	var missing []string
 	for _, tool := range []string{"java", "javac"} {
@@ -272,6 +297,8 @@ type Args struct {
 	StopFile         string        // --stop-file, for "member" and "barrier-gate"
 	Members          int           // --members, for "double-barrier"; zero means none given
 	KazooStockNaming bool          // --node-names stock (kazoo only)
+	Service          string        // --service, for "discovery-register" and "discovery-query"
+	LockPath         string        // --lock-path, for "atomic-long": promote to this lock
 }
 
 // Argv returns a's command-line arguments in the contenders' format. It
@@ -309,6 +336,12 @@ func (a Args) Argv() ([]string, error) {
 	}
 	if a.KazooStockNaming {
 		argv = append(argv, "--node-names", "stock")
+	}
+	if a.Service != "" {
+		argv = append(argv, "--service", a.Service)
+	}
+	if a.LockPath != "" {
+		argv = append(argv, "--lock-path", a.LockPath)
 	}
 	return argv, nil
 }

@@ -73,7 +73,9 @@ def parse_args(argv):
     p.add_argument("--connect", required=True)
     p.add_argument("--path", required=True)
     p.add_argument(
-        "--recipe", required=True, choices=["mutex", "read", "write", "latch"]
+        "--recipe",
+        required=True,
+        choices=["mutex", "read", "write", "latch"] + sorted(QUEUE_RECIPES),
     )
     p.add_argument("--count", required=True, type=int)
     p.add_argument("--hold-ms", required=True, type=int)
@@ -214,6 +216,40 @@ def unmark(mine, ident, n):
         )
 
 
+# The queue recipes (see interop.go): kazoo's Queue and LockingQueue.
+QUEUE_RECIPES = {
+    "queue-offer",
+    "queue-take",
+    "locking-queue-offer",
+    "locking-queue-take",
+}
+
+
+def run_queue(zk, args):
+    """Offers or takes --count items; a taker prints "ITEM <data>"."""
+    from kazoo.recipe.queue import LockingQueue, Queue
+
+    locking = args.recipe.startswith("locking-")
+    q = LockingQueue(zk, args.path) if locking else Queue(zk, args.path)
+    timeout = args.acquire_timeout_ms / 1000.0
+    for n in range(1, args.count + 1):
+        if args.recipe.endswith("-offer"):
+            q.put(("%s-%d" % (args.id, n)).encode())
+            continue
+        deadline = time.monotonic() + timeout
+        while True:
+            # Queue.get never waits; LockingQueue.get waits up to timeout.
+            item = q.get(timeout) if locking else q.get()
+            if item is not None:
+                break
+            if time.monotonic() > deadline:
+                fail("no item within %dms after %d" % (args.acquire_timeout_ms, n - 1))
+            time.sleep(0.005)
+        out("ITEM " + item.decode())
+        if locking and not q.consume():
+            fail("could not consume %r: lock lost" % item)
+
+
 def main(argv):
     args = parse_args(argv)
     logging.basicConfig(level=logging.CRITICAL, stream=sys.stderr)
@@ -224,10 +260,10 @@ def main(argv):
         fail("cannot import kazoo (apt-get install python3-kazoo): %s" % e)
 
     recipes = make_recipes(args.node_names == "stock")
-    if args.recipe not in recipes:
+    if args.recipe not in recipes and args.recipe not in QUEUE_RECIPES:
         out("UNSUPPORTED %s %s" % (args.recipe, args.node_names))
         return EXIT_UNSUPPORTED
-    factory = recipes[args.recipe]
+    factory = recipes.get(args.recipe)
     shared = args.recipe == "read"
     acquire_timeout = args.acquire_timeout_ms / 1000.0
 
@@ -245,6 +281,13 @@ def main(argv):
             if time.monotonic() > deadline:
                 fail("start file %s did not appear" % args.start_file)
             time.sleep(0.005)
+
+    if args.recipe in QUEUE_RECIPES:
+        run_queue(zk, args)
+        zk.stop()
+        zk.close()
+        out("DONE " + args.id)
+        return EXIT_OK
 
     for n in range(1, args.count + 1):
         lock = factory(zk, args.path, args.id)

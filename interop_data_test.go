@@ -1,0 +1,298 @@
+package zkrecipes_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/internal/interop"
+)
+
+// TestDataRecipesInterop runs the counters, the queues and service discovery
+// on one path with their Curator (and kazoo) counterparts at the same time,
+// the Java side compiled once for all.
+func TestDataRecipesInterop(t *testing.T) {
+	e, ctx, curator := interopEnv(t)
+	connect := strings.Join(e.servers, ",")
+	args := func(recipe, path, id string, count int, start string) interop.Args {
+		return interop.Args{Connect: connect, Path: path, Recipe: recipe, Count: count, Marker: t.TempDir(), ID: id, StartFile: start}
+	}
+	t.Run("counters", func(t *testing.T) { counterInterop(t, e, ctx, curator, args) })
+	t.Run("queue", func(t *testing.T) { queueInterop(t, e, ctx, curator, args) })
+	t.Run("locking-queue", func(t *testing.T) { lockingQueueInterop(t, e, ctx, args) })
+	t.Run("discovery", func(t *testing.T) { discoveryInterop(t, e, ctx, curator, args) })
+}
+
+type contenderArgs func(recipe, path, id string, count int, start string) interop.Args
+type curatorCmd func(context.Context, ...string) *exec.Cmd
+
+// counterInterop: Curator's SharedCount and DistributedAtomicLong (promoted
+// to a lock) and zkrecipes' add to the same two counters at once; no
+// addition is lost.
+func counterInterop(t *testing.T, e *env, ctx context.Context, curator curatorCmd, args contenderArgs) {
+	count, lock := e.path+"/shared-count", e.path+"/atomic-long-lock"
+	long := e.path + "/atomic-long"
+	start := filepath.Join(t.TempDir(), "start")
+	promoted := args("atomic-long", long, "curator-long", 50, start)
+	promoted.LockPath = lock
+	procs := startReady(t,
+		curator(ctx, argv(t, args("shared-count", count, "curator-count", 50, start))...),
+		curator(ctx, argv(t, promoted)...))
+	must(t, os.WriteFile(start, nil, 0o644), "start barrier")
+	var wg sync.WaitGroup
+	for i := range 2 {
+		c := zkrecipes.NewSharedCount(e.session(), count, 0)
+		a := zkrecipes.NewAtomicLong(e.session(), long, zkrecipes.WithPromotion(lock, 1))
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				if !check(t, incrementShared(ctx, c), "zkrecipes-%d: increment the shared count", i) {
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				if _, err := a.Add(ctx, 1); !check(t, err, "zkrecipes-%d: Add", i) {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, p := range procs {
+		p.wait(t)
+	}
+	s := e.session()
+	if v, err := zkrecipes.NewSharedCount(s, count, 0).Count(ctx); v.Value != 100 || err != nil {
+		t.Errorf("shared count %+v, %v after 50 Curator and 50 zkrecipes increments", v, err)
+	}
+	if v, err := zkrecipes.NewAtomicLong(s, long).Get(ctx); v != 100 || err != nil {
+		t.Errorf("atomic long %d, %v after 50 Curator and 50 zkrecipes increments", v, err)
+	}
+	e.empty(lock)
+}
+
+// queueInterop: Curator, kazoo and zkrecipes producers (Curator's names,
+// kazoo's, and zkrecipes' own in Curator's) and consumers on one queue at
+// once; every item is taken exactly once. Curator's consumer sees only
+// Curator's names, so the quotas leave it enough of them.
+func queueInterop(t *testing.T, e *env, ctx context.Context, curator curatorCmd, args contenderArgs) {
+	path := e.path + "/queue"
+	start := filepath.Join(t.TempDir(), "start")
+	const each, curatorTakes, kazooTakes, goTakes = 30, 20, 20, 50
+	procs := startReady(t,
+		curator(ctx, argv(t, args("queue-offer", path, "curator", each, start))...),
+		curator(ctx, argv(t, args("queue-take", path, "curator-taker", curatorTakes, start))...),
+		interop.Kazoo(ctx, argv(t, args("queue-offer", path, "kazoo", each, start))...),
+		interop.Kazoo(ctx, argv(t, args("queue-take", path, "kazoo-taker", kazooTakes, start))...))
+	must(t, os.WriteFile(start, nil, 0o644), "start barrier")
+
+	var mu sync.Mutex
+	var taken []string
+	var reserved atomic.Int32
+	var wg sync.WaitGroup
+	producer := zkrecipes.NewQueue(e.session(), path)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 1; n <= each; n++ {
+			if !check(t, producer.Offer(ctx, fmt.Appendf(nil, "go-%d", n)), "Offer") {
+				return
+			}
+		}
+	}()
+	for i := range 2 {
+		q := zkrecipes.NewQueue(e.session(), path)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for reserved.Add(1) <= goTakes {
+				data, err := q.Take(ctx)
+				if !check(t, err, "zkrecipes-%d: Take", i) {
+					return
+				}
+				mu.Lock()
+				taken = append(taken, string(data))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, p := range procs {
+		p.wait(t)
+		taken = append(taken, p.items()...)
+	}
+	var want []string
+	for _, who := range []string{"curator", "kazoo", "go"} {
+		for n := 1; n <= each; n++ {
+			want = append(want, fmt.Sprintf("%s-%d", who, n))
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(taken)
+	if !slices.Equal(taken, want) {
+		t.Errorf("items taken (%d):\n%v\nwant each of the %d offered once", len(taken), taken, len(want))
+	}
+	e.empty(path)
+}
+
+// lockingQueueInterop: kazoo's LockingQueue and zkrecipes' share producers
+// and consumers; a zkrecipes consumer holding an item when its session
+// expires loses it to the others. Every item is consumed exactly once.
+func lockingQueueInterop(t *testing.T, e *env, ctx context.Context, args contenderArgs) {
+	path := e.path + "/locking-queue"
+	start := filepath.Join(t.TempDir(), "start")
+	const each, kazooTakes = 20, 15
+	producer := zkrecipes.NewLockingQueue(e.session(), path)
+	must(t, producer.Offer(ctx, []byte("go-0")), "Offer")
+	crashing := e.session()
+	lost, err := zkrecipes.NewLockingQueue(crashing, path).Take(ctx)
+	must(t, err, "Take")
+
+	procs := startReady(t,
+		interop.Kazoo(ctx, argv(t, args("locking-queue-offer", path, "kazoo", each, start))...),
+		interop.Kazoo(ctx, argv(t, args("locking-queue-take", path, "kazoo-taker", kazooTakes, start))...))
+	must(t, os.WriteFile(start, nil, 0o644), "start barrier")
+	e.expire(crashing)
+	closed(t, lost.Lost(), "the expired consumer's item")
+
+	var mu sync.Mutex
+	var taken []string
+	var reserved atomic.Int32
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 1; n <= each; n++ {
+			if !check(t, producer.Offer(ctx, fmt.Appendf(nil, "go-%d", n)), "Offer") {
+				return
+			}
+		}
+	}()
+	for i := range 2 {
+		q := zkrecipes.NewLockingQueue(e.session(), path)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for reserved.Add(1) <= 2*each+1-kazooTakes {
+				it, err := q.Take(ctx)
+				if !check(t, err, "zkrecipes-%d: Take", i) || !check(t, it.Consume(ctx), "zkrecipes-%d: Consume", i) {
+					return
+				}
+				mu.Lock()
+				taken = append(taken, string(it.Data()))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, p := range procs {
+		p.wait(t)
+		taken = append(taken, p.items()...)
+	}
+	want := []string{"go-0"}
+	for _, who := range []string{"kazoo", "go"} {
+		for n := 1; n <= each; n++ {
+			want = append(want, fmt.Sprintf("%s-%d", who, n))
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(taken)
+	if !slices.Equal(taken, want) {
+		t.Errorf("items consumed (%d):\n%v\nwant each of the %d offered once", len(taken), taken, len(want))
+	}
+	e.empty(path + "/entries")
+	e.empty(path + "/taken")
+}
+
+// discoveryInterop: an instance registered by Curator's ServiceDiscovery
+// and two by zkrecipes, on one base path: Curator's ServiceCache and
+// zkrecipes' Watch each see all three, with their payloads, and follow
+// them going.
+func discoveryInterop(t *testing.T, e *env, ctx context.Context, curator curatorCmd, args contenderArgs) {
+	base := e.path + "/services"
+	dir := t.TempDir()
+	stopJava, stopQuery := filepath.Join(dir, "stop-java"), filepath.Join(dir, "stop-query")
+	reg := args("discovery-register", base, "java-1", 0, "")
+	reg.Service, reg.StopFile = "web", stopJava
+	query := args("discovery-query", base, "query", 0, "")
+	query.Service, query.StopFile = "web", stopQuery
+	procs := startReady(t, curator(ctx, argv(t, reg)...), curator(ctx, argv(t, query)...))
+	java, cache := procs[0], procs[1]
+	java.waitLine(t, "REGISTERED java-1")
+
+	d := zkrecipes.NewDiscovery(e.session(), base)
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	watch := d.Watch(wctx, "web")
+	await := func(what string, ok func([]zkrecipes.ServiceInstance) bool) {
+		t.Helper()
+		for {
+			select {
+			case insts := <-watch:
+				if ok(insts) {
+					return
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("watch: no %s within 30s", what)
+			}
+		}
+	}
+	await("Java instance", func(insts []zkrecipes.ServiceInstance) bool {
+		if len(insts) != 1 {
+			return false
+		}
+		j := insts[0]
+		if j.ID != "java-1" || string(j.Payload) != `"java-java-1"` || j.Address != "127.0.0.1" || j.Port != 9000 ||
+			j.URI(nil) != "http://127.0.0.1:9000" || j.Type != "DYNAMIC" || j.RegistrationTime.IsZero() {
+			t.Errorf("the Java instance reads as %+v", j)
+		}
+		return true
+	})
+
+	r1, err := d.Register(ctx, zkrecipes.ServiceInstance{Name: "web", ID: "go-1", Address: "127.0.0.1", Port: 8000, Payload: json.RawMessage(`"go-payload"`)})
+	must(t, err, "Register")
+	r2, err := zkrecipes.NewDiscovery(e.session(), base).Register(ctx, zkrecipes.ServiceInstance{Name: "web", ID: "go-2", Address: "127.0.0.1", Port: 8001, Payload: json.RawMessage(`{"zone":"z1"}`)})
+	must(t, err, "Register")
+	cache.waitLine(t, "INSTANCES go-1=go-payload@127.0.0.1:8000,go-2={zone=z1}@127.0.0.1:8001,java-1=java-java-1@127.0.0.1:9000")
+	await("all three", func(insts []zkrecipes.ServiceInstance) bool {
+		return slices.Equal(ids(insts), []string{"go-1", "go-2", "java-1"})
+	})
+
+	must(t, r1.Unregister(ctx), "Unregister")
+	cache.waitLine(t, "INSTANCES go-2={zone=z1}@127.0.0.1:8001,java-1=java-java-1@127.0.0.1:9000")
+	must(t, os.WriteFile(stopJava, nil, 0o644), "stop")
+	java.wait(t)
+	await("the Java instance gone", func(insts []zkrecipes.ServiceInstance) bool { return slices.Equal(ids(insts), []string{"go-2"}) })
+	cache.waitLine(t, "INSTANCES go-2={zone=z1}@127.0.0.1:8001")
+	must(t, r2.Unregister(ctx), "Unregister")
+	must(t, os.WriteFile(stopQuery, nil, 0o644), "stop")
+	cache.wait(t)
+	e.empty(base + "/web")
+}
+
+// items returns the data of the "ITEM <data>" lines the contender printed.
+func (p *contenderProc) items() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, l := range p.lines {
+		if d, ok := strings.CutPrefix(l, "ITEM "); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}

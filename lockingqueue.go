@@ -1,0 +1,323 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
+)
+
+// LockingQueue is a distributed work queue with at-least-once delivery,
+// laid out like kazoo's LockingQueue: items are persistent sequential nodes
+// "<path>/entries/entry-<priority>-<seq>" (data = the item), and a consumer
+// that takes an item locks it with an ephemeral node
+// "<path>/taken/<item node name>" whose data is the consumer's id. The item
+// stays queued until the consumer consumes it (Consume deletes the item and
+// its lock in one transaction) or gives it back (Release deletes the lock).
+// If the consumer's session ends first (it crashed, or was cut off past the
+// session timeout), the lock goes with the session and another consumer
+// takes the item: an item is processed at least once, twice only when a
+// consumer lost its lock while processing it (QueueItem.Lost tells it).
+//
+// "<path>/entries" and "<path>/taken" are persistent nodes, as kazoo makes
+// them (kazoo makes them once and would fail if the server removed them as
+// empty containers); "<path>"'s missing ancestors are containers.
+//
+// A LockingQueue value is one consumer (one id) and may hold several items
+// at once; it is safe for concurrent use.
+type LockingQueue struct {
+	s       *Session
+	dir     string
+	entries string
+	taken   string
+	id      []byte
+	err     error
+}
+
+// NewLockingQueue returns the LockingQueue on path for the session s. A bad
+// path is reported, without any network call, by every method.
+func NewLockingQueue(s *Session, path string) *LockingQueue {
+	return &LockingQueue{
+		s: s, dir: path, entries: path + "/entries", taken: path + "/taken",
+		// kazoo's consumer id: a random UUID as 32 hex digits.
+		id:  []byte(strings.ReplaceAll(uuid.NewString(), "-", "")),
+		err: checkPath(path),
+	}
+}
+
+// ensure makes the queue's two persistent nodes (and the missing ancestors
+// of its path, as containers).
+func (q *LockingQueue) ensure(ctx context.Context) error {
+	if err := q.s.createIfMissing(ctx, q.entries, nil); err != nil {
+		return err
+	}
+	return q.s.createIfMissing(ctx, q.taken, nil)
+}
+
+// Offer adds an item at the back of the queue, with kazoo's default
+// priority (100), in one create; see Queue.Offer for what happens when ctx
+// ends or the connection breaks meanwhile.
+func (q *LockingQueue) Offer(ctx context.Context, data []byte) error {
+	return q.OfferPriority(ctx, data, kazooDefaultPriority)
+}
+
+// OfferPriority is Offer with kazoo's priority, in [0, 999]: items of a
+// lower priority number are taken first.
+func (q *LockingQueue) OfferPriority(ctx context.Context, data []byte, priority int) error {
+	if q.err != nil {
+		return q.err
+	}
+	if err := checkPriority(priority); err != nil {
+		return fmt.Errorf("zkrecipes: offer to %s: %w", q.dir, err)
+	}
+	if err := offerItem(ctx, q.s, q.entries, itemName(true, priority), data, q.ensure); err != nil {
+		return fmt.Errorf("zkrecipes: offer to %s: %w", q.dir, err)
+	}
+	return nil
+}
+
+// Len returns the number of items in the queue, taken ones included.
+func (q *LockingQueue) Len(ctx context.Context) (int, error) {
+	if q.err != nil {
+		return 0, q.err
+	}
+	kids, err := q.s.children(ctx, q.entries)
+	if errors.Is(err, zkclient.ErrNoNode) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("zkrecipes: length of %s: %w", q.dir, err)
+	}
+	return len(items(kids)), nil
+}
+
+// QueueItem is an item taken from a LockingQueue: locked by this consumer
+// until Consume, Release, or the end of the session.
+type QueueItem struct {
+	q    *LockingQueue
+	name string
+	data []byte
+	h    *nodeHold
+
+	mu   sync.Mutex
+	done bool
+}
+
+// Take locks the first item no consumer has locked and returns it, waiting
+// until there is one, ctx ends or the session is over. The first item is
+// the one whose name sorts first: the lowest priority number, then the
+// oldest.
+//
+// It lists the items and the locks, both with a child watch, and creates
+// the lock of the first unlocked item; if another consumer locked it
+// first, it tries the next. With none left it waits for either watch:
+// every waiting consumer wakes when an item is offered, taken or given
+// back. A taken item costs two listings, one create and one read, and one
+// data watch on its lock while it is held.
+func (q *LockingQueue) Take(ctx context.Context) (*QueueItem, error) {
+	if q.err != nil {
+		return nil, q.err
+	}
+	it, err := q.take(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("zkrecipes: take from %s: %w", q.dir, err)
+	}
+	return it, nil
+}
+
+func (q *LockingQueue) take(ctx context.Context) (*QueueItem, error) {
+	s := q.s
+	for ensured := false; ; {
+		entries, ew, err := s.childrenW(ctx, q.entries)
+		var locks []string
+		var tw watched
+		if err == nil {
+			locks, tw, err = s.childrenW(ctx, q.taken)
+			if err != nil {
+				ew.stop()
+			}
+		}
+		if errors.Is(err, zkclient.ErrNoNode) && !ensured {
+			ensured = true
+			if err := q.ensure(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		stop := func() { ew.stop(); tw.stop() }
+		for _, e := range items(entries) {
+			if slices.Contains(locks, e) {
+				continue
+			}
+			it, err := q.lock(ctx, e)
+			if it != nil || err != nil {
+				stop()
+				return it, err
+			}
+		}
+		select {
+		case <-ew.event():
+			tw.stop()
+		case <-tw.event():
+			ew.stop()
+		case <-ctx.Done():
+			stop()
+			return nil, ctx.Err()
+		case <-s.Done():
+			return nil, s.Err()
+		}
+	}
+}
+
+// lock creates the lock of the item e and reads the item. It returns nil,
+// and no error, if another consumer locked it first or consumed it
+// meanwhile.
+func (q *LockingQueue) lock(ctx context.Context, e string) (*QueueItem, error) {
+	s, lock := q.s, q.taken+"/"+e
+	for lost := false; ; {
+		_, err := s.create(ctx, lock, q.id, zkclient.Ephemeral)
+		if errors.Is(err, ErrConnectionLoss) {
+			lost = true
+			if err := s.awaitUp(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if errors.Is(err, zkclient.ErrNodeExists) && lost {
+			// Perhaps made by our attempt whose answer was lost.
+			st, serr := s.stat(ctx, lock)
+			switch {
+			case errors.Is(serr, zkclient.ErrNoNode):
+				continue
+			case serr != nil:
+				return nil, serr
+			case st.EphemeralOwner == s.ID():
+				err = nil
+			}
+		}
+		if errors.Is(err, zkclient.ErrNodeExists) || errors.Is(err, zkclient.ErrNoNode) {
+			return nil, nil // locked by another consumer; or the locks' node is gone
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
+	}
+	data, _, err := s.getData(ctx, q.entries+"/"+e)
+	if err != nil {
+		cctx, cancel := s.cleanupContext(ctx)
+		defer cancel()
+		s.remove(cctx, lock)
+		if errors.Is(err, zkclient.ErrNoNode) {
+			return nil, nil // consumed meanwhile
+		}
+		return nil, err
+	}
+	return &QueueItem{q: q, name: e, data: data, h: s.holdNode(lock)}, nil
+}
+
+// Data returns the item's data.
+func (it *QueueItem) Data() []byte { return it.data }
+
+// Lost returns a channel that is closed when this consumer's lock on the
+// item is void: the session expired or was closed, the lock node was
+// deleted by someone else, (in strict mode, see WithStrict) the session
+// may have expired, or the item was consumed or released. Once it is
+// closed another consumer may take the item.
+func (it *QueueItem) Lost() <-chan struct{} { return it.h.lost }
+
+// finish marks the item as handled, once.
+func (it *QueueItem) finish(op string) error {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.done {
+		return fmt.Errorf("zkrecipes: %s %s/%s: %w", op, it.q.entries, it.name, ErrNotHeld)
+	}
+	it.done = true
+	return nil
+}
+
+// Consume removes the item from the queue: it deletes the item and its lock
+// in one transaction, retried across connection loss. It fails with an
+// error wrapping ErrNodeLost if the lock was lost before (another consumer
+// may have the item now), and with ErrNotHeld if the item was already
+// consumed or released.
+func (it *QueueItem) Consume(ctx context.Context) error {
+	if err := it.finish("consume"); err != nil {
+		return err
+	}
+	err := it.consume(ctx)
+	it.h.end()
+	if err != nil {
+		return fmt.Errorf("zkrecipes: consume %s/%s: %w", it.q.entries, it.name, err)
+	}
+	return nil
+}
+
+func (it *QueueItem) consume(ctx context.Context) error {
+	s, lock, entry := it.q.s, it.q.taken+"/"+it.name, it.q.entries+"/"+it.name
+	select {
+	case <-it.h.lost:
+		if err := s.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %s", ErrNodeLost, lock)
+	default:
+	}
+	cctx, cancel := s.cleanupContext(ctx)
+	defer cancel()
+	for {
+		s.stats.deletes.Add(2)
+		res, err := s.c.Multi(cctx, s.c.DeleteOp(entry, -1), s.c.DeleteOp(lock, -1))
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, ErrConnectionLoss):
+			if err := s.awaitUp(cctx); err != nil {
+				return err
+			}
+			continue // if it was applied, the item is gone now: see below
+		case len(res) == 2 && errors.Is(res[0].Err, zkclient.ErrNoNode):
+			// The item is gone: consumed by our attempt whose answer was lost.
+			return s.remove(cctx, lock)
+		case len(res) == 2 && errors.Is(res[1].Err, zkclient.ErrNoNode):
+			return fmt.Errorf("%w: %s", ErrNodeLost, lock)
+		}
+		return err
+	}
+}
+
+// Release gives the item back to the queue, unprocessed, by deleting its
+// lock (even if ctx is already cancelled): another consumer may take it
+// at once. A lock that is no longer this session's is left alone. It
+// returns an error wrapping ErrNotHeld if the item was already consumed or
+// released.
+func (it *QueueItem) Release(ctx context.Context) error {
+	if err := it.finish("release"); err != nil {
+		return err
+	}
+	it.h.end()
+	s, lock := it.q.s, it.q.taken+"/"+it.name
+	if err := s.Err(); err != nil {
+		return fmt.Errorf("zkrecipes: release %s/%s: %w", it.q.entries, it.name, err)
+	}
+	cctx, cancel := s.cleanupContext(ctx)
+	defer cancel()
+	st, err := s.stat(cctx, lock)
+	if err == nil && st.EphemeralOwner == s.ID() {
+		err = s.remove(cctx, lock)
+	}
+	if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
+		return fmt.Errorf("zkrecipes: release %s/%s: %w", it.q.entries, it.name, err)
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package zkrecipes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+)
+
+var kazooConsumerID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// TestLockingQueueLayout: kazoo's layout (persistent "entries" and "taken",
+// items "entries/entry-<priority>-<seq>", locks "taken/<item>" ephemeral
+// with the consumer's id); Consume removes item and lock, Release only the
+// lock.
+func TestLockingQueueLayout(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	path := e.path + "/q"
+	s := e.session()
+	q := zkrecipes.NewLockingQueue(s, path)
+	must(t, q.OfferPriority(ctx, []byte("low"), 300), "OfferPriority")
+	must(t, q.Offer(ctx, []byte("first")), "Offer")
+	must(t, q.Offer(ctx, []byte("second")), "Offer")
+	for _, n := range []string{"entries", "taken"} {
+		if _, st, err := e.admin.Get(path + "/" + n); err != nil || st.EphemeralOwner != 0 {
+			t.Errorf("%s/%s: %v (owner %x); want a persistent node", path, n, err, st.EphemeralOwner)
+		}
+	}
+	if n, err := q.Len(ctx); n != 3 || err != nil {
+		t.Errorf("Len = %d, %v; want 3", n, err)
+	}
+
+	it, err := q.Take(ctx)
+	must(t, err, "Take")
+	if string(it.Data()) != "first" {
+		t.Errorf("took %q, want first", it.Data())
+	}
+	locks := e.children(path + "/taken")
+	if len(locks) != 1 || !kazooItem.MatchString(locks[0]) {
+		t.Fatalf("locks %v, want one named like its item", locks)
+	}
+	data, st, err := e.admin.Get(path + "/taken/" + locks[0])
+	must(t, err, "get lock")
+	if !kazooConsumerID.Match(data) || st.EphemeralOwner != s.ID() {
+		t.Errorf("lock data %q owner 0x%x; want a 32-hex consumer id, ephemeral of 0x%x", data, st.EphemeralOwner, s.ID())
+	}
+	// Locked items are skipped; a released one is taken again.
+	it2, err := q.Take(ctx)
+	must(t, err, "Take")
+	if string(it2.Data()) != "second" {
+		t.Errorf("second Take got %q, want second", it2.Data())
+	}
+	must(t, it2.Release(ctx), "Release")
+	closed(t, it2.Lost(), "Lost after Release")
+	if err := it2.Consume(ctx); !errors.Is(err, zkrecipes.ErrNotHeld) {
+		t.Errorf("Consume after Release = %v, want ErrNotHeld", err)
+	}
+	must(t, it.Consume(ctx), "Consume")
+	it3, err := q.Take(ctx)
+	must(t, err, "Take")
+	if string(it3.Data()) != "second" {
+		t.Errorf("Take after a release got %q, want second", it3.Data())
+	}
+	must(t, it3.Consume(ctx), "Consume")
+	if n, _ := q.Len(ctx); n != 1 {
+		t.Errorf("Len = %d after consuming two of three", n)
+	}
+	if e.empty(path + "/taken"); len(e.children(path+"/entries")) != 1 {
+		t.Errorf("entries left: %v", e.children(path+"/entries"))
+	}
+}
+
+// TestLockingQueueAtLeastOnce: a consumer whose session expires while it
+// holds an item loses it to another consumer, and learns it.
+func TestLockingQueueAtLeastOnce(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	path := e.path + "/q"
+	crashing := e.session()
+	a := zkrecipes.NewLockingQueue(crashing, path)
+	bs := e.session()
+	b := zkrecipes.NewLockingQueue(bs, path)
+	must(t, a.Offer(ctx, []byte("job")), "Offer")
+
+	it, err := a.Take(ctx)
+	must(t, err, "Take")
+	var got *zkrecipes.QueueItem
+	listed := bs.Stats().Listings
+	done := async(func() (err error) { got, err = b.Take(ctx); return err })
+	e.waitFor("b to list items and locks", func() bool { return bs.Stats().Listings >= listed+2 })
+	blocked(t, done, "Take of a locked item")
+	e.expire(crashing)
+	must(t, result(t, done, "Take after the holder's session expired"), "Take")
+	if string(got.Data()) != "job" {
+		t.Errorf("b took %q, want the job a lost", got.Data())
+	}
+	closed(t, it.Lost(), "the expired consumer's Lost")
+	if err := it.Consume(ctx); !errors.Is(err, zkrecipes.ErrSessionExpired) {
+		t.Errorf("Consume on the expired session = %v, want ErrSessionExpired", err)
+	}
+	must(t, got.Consume(ctx), "Consume")
+	e.empty(path + "/entries")
+	e.empty(path + "/taken")
+}
+
+// TestLockingQueueConsumers: consumers on four sessions share the items of
+// two producers; each item is taken, and consumed, exactly once.
+func TestLockingQueueConsumers(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, time.Minute)
+	path := e.path + "/q"
+	const producers, each, consumers = 2, 25, 4
+	var mu sync.Mutex
+	taken := map[string]int{}
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	for i := range consumers {
+		q := zkrecipes.NewLockingQueue(e.session(), path)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				it, err := q.Take(cctx)
+				if cctx.Err() != nil {
+					return
+				}
+				if !check(t, err, "consumer %d: Take", i) || !check(t, it.Consume(ctx), "Consume") {
+					return
+				}
+				mu.Lock()
+				taken[string(it.Data())]++
+				if len(taken) == producers*each {
+					stop()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for p := range producers {
+		q := zkrecipes.NewLockingQueue(e.session(), path)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range each {
+				if !check(t, q.Offer(ctx, fmt.Appendf(nil, "p%d-%d", p, n)), "Offer") {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for item, n := range taken {
+		if n != 1 {
+			t.Errorf("item %s taken %d times", item, n)
+		}
+	}
+	if len(taken) != producers*each {
+		t.Errorf("%d distinct items taken, want %d", len(taken), producers*each)
+	}
+	e.empty(path + "/entries")
+	e.empty(path + "/taken")
+}
+
+// TestLockingQueueTakeCancelled: a Take cancelled while waiting leaves no
+// lock behind, and a cancelled Offer no item.
+func TestLockingQueueTakeCancelled(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	path := e.path + "/q"
+	s := e.session()
+	q := zkrecipes.NewLockingQueue(s, path)
+	listed := s.Stats().Listings
+	tctx, cancel := context.WithCancel(ctx)
+	done := async(func() error { _, err := q.Take(tctx); return err })
+	e.waitFor("Take to list both", func() bool { return s.Stats().Listings >= listed+2 })
+	cancel()
+	if err := result(t, done, "Take"); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Take = %v", err)
+	}
+	if err := q.Offer(tctx, []byte("x")); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Offer = %v", err)
+	}
+	e.empty(path + "/entries")
+	e.empty(path + "/taken")
+}

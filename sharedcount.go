@@ -1,0 +1,214 @@
+package zkrecipes
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
+)
+
+// ErrCorruptValue means a counter's node holds data that is not a value of
+// the counter's layout (4 bytes for a SharedCount, 8 or none for an
+// AtomicLong).
+var ErrCorruptValue = errors.New("zkrecipes: counter node holds data of the wrong length")
+
+// SharedCount is a 32-bit integer shared through one ZooKeeper node,
+// compatible with Apache Curator's SharedCount: the node's data is the
+// value as 4 bytes, big-endian, and the node is persistent (its missing
+// parents are made as containers). Every change goes through the node's
+// version, so a compare-and-set (TrySetCount) fails if anyone wrote since
+// the value it was given was read.
+//
+// A SharedCount holds no state of its own and costs nothing while unused;
+// Watch costs one data watch. It is safe for concurrent use.
+type SharedCount struct {
+	s    *Session
+	path string
+	seed int32
+	err  error
+}
+
+// VersionedCount is a SharedCount's value and the version of the node it was
+// read from: what TrySetCount compares against.
+type VersionedCount struct {
+	Value   int32
+	Version int32
+}
+
+// NewSharedCount returns the SharedCount on path for the session s. seed is
+// its value if the node does not exist yet: the first call that reads the
+// count creates the node with it, as Curator's SharedCount.start does. A bad
+// path is reported, without any network call, by every method.
+func NewSharedCount(s *Session, path string, seed int32) *SharedCount {
+	return &SharedCount{s: s, path: path, seed: seed, err: checkPath(path)}
+}
+
+// Count returns the current value and its version, read from the server
+// the session is connected to (which may lag the leader slightly, as every
+// ZooKeeper read). If the node does not exist, it is created with the seed.
+func (c *SharedCount) Count(ctx context.Context) (VersionedCount, error) {
+	if c.err != nil {
+		return VersionedCount{}, c.err
+	}
+	v, err := c.read(ctx)
+	if err != nil {
+		return VersionedCount{}, fmt.Errorf("zkrecipes: shared count %s: %w", c.path, err)
+	}
+	return v, nil
+}
+
+func (c *SharedCount) read(ctx context.Context) (VersionedCount, error) {
+	for {
+		data, st, err := c.s.getData(ctx, c.path)
+		if errors.Is(err, zkclient.ErrNoNode) {
+			if err := c.s.createIfMissing(ctx, c.path, encodeInt32(c.seed)); err != nil {
+				return VersionedCount{}, err
+			}
+			continue
+		}
+		if err != nil {
+			return VersionedCount{}, err
+		}
+		v, err := decodeInt32(data)
+		if err != nil {
+			return VersionedCount{}, err
+		}
+		return VersionedCount{Value: v, Version: st.Version}, nil
+	}
+}
+
+// TrySetCount sets the value to n if the node is still at prev.Version,
+// the version prev was read at (from Count or Watch), and reports whether
+// it did. It returns false, and no error, when someone else wrote first:
+// read again and retry to build an increment that loses nothing. One
+// write, no read (unless the connection breaks: then the outcome is read
+// back, and if it cannot be told the error wraps ErrWriteUnconfirmed).
+func (c *SharedCount) TrySetCount(ctx context.Context, n int32, prev VersionedCount) (bool, error) {
+	if c.err != nil {
+		return false, c.err
+	}
+	if prev.Version < 0 {
+		return false, fmt.Errorf("zkrecipes: shared count %s: %w: version %d", c.path, ErrInvalidArgument, prev.Version)
+	}
+	ok, err := c.s.conditionalWrite(ctx, c.path, encodeInt32(n), prev.Version)
+	if err != nil {
+		return false, fmt.Errorf("zkrecipes: shared count %s: %w", c.path, err)
+	}
+	return ok, nil
+}
+
+// SetCount sets the value to n whatever it was, creating the node if it does
+// not exist. It retries across connection loss (writing the same value
+// twice is harmless, though it may overwrite a write made in between).
+func (c *SharedCount) SetCount(ctx context.Context, n int32) error {
+	if c.err != nil {
+		return c.err
+	}
+	if err := c.s.forceSet(ctx, c.path, encodeInt32(n)); err != nil {
+		return fmt.Errorf("zkrecipes: shared count %s: %w", c.path, err)
+	}
+	return nil
+}
+
+// forceSet writes data to p whatever its version, creating p if missing.
+func (s *Session) forceSet(ctx context.Context, p string, data []byte) error {
+	for {
+		_, err := s.setData(ctx, p, data, -1)
+		if !errors.Is(err, zkclient.ErrNoNode) {
+			return err
+		}
+		if err := s.createIfMissing(ctx, p, data); err != nil {
+			return err
+		}
+		// Created with our data, or by someone else meanwhile: write ours
+		// over it, as a set that came later would.
+	}
+}
+
+// Watch returns a channel that receives the count at once (creating the
+// node with the seed if it does not exist) and again after every change. A
+// slow receiver misses intermediate values but always gets the latest. If
+// the node is deleted, the watch waits for it to be made again. It costs
+// one data watch. The channel is closed when ctx ends or the session is
+// over, and at once for an invalid path; another error that ends the watch
+// is logged (see WithLogger).
+func (c *SharedCount) Watch(ctx context.Context) <-chan VersionedCount {
+	out := make(chan VersionedCount)
+	if c.err != nil {
+		c.s.log.Warn("zkrecipes: shared count watch not started", "path", c.path, "err", c.err)
+		close(out)
+		return out
+	}
+	go c.watch(ctx, out)
+	return out
+}
+
+func (c *SharedCount) watch(ctx context.Context, out chan<- VersionedCount) {
+	defer close(out)
+	stop := func(err error) {
+		if c.s.Err() == nil && ctx.Err() == nil {
+			c.s.log.Warn("zkrecipes: shared count watch stopped", "path", c.path, "err", err)
+		}
+	}
+	if _, err := c.read(ctx); err != nil { // creates the node if missing
+		stop(err)
+		return
+	}
+	last := VersionedCount{Version: -1}
+	for {
+		data, st, w, err := c.s.getDataStatW(ctx, c.path)
+		if errors.Is(err, zkclient.ErrNoNode) {
+			var ok bool
+			if ok, w, err = c.s.existsW(ctx, c.path); err == nil && ok {
+				w.stop()
+				continue // made again meanwhile: read it
+			}
+		} else if err == nil {
+			if v, derr := decodeInt32(data); derr != nil {
+				c.s.log.Warn("zkrecipes: shared count watch: value skipped", "path", c.path, "err", derr)
+			} else if cur := (VersionedCount{Value: v, Version: st.Version}); cur != last {
+				select {
+				case out <- cur:
+					last = cur
+				case <-ctx.Done():
+					w.stop()
+					return
+				}
+			}
+		}
+		if err != nil {
+			stop(err)
+			return
+		}
+		select {
+		case <-w.event():
+		case <-ctx.Done():
+			w.stop()
+			return
+		case <-c.s.Done():
+			return
+		}
+	}
+}
+
+// getDataStatW is getDataW with the node's Stat.
+func (s *Session) getDataStatW(ctx context.Context, p string) (data []byte, st zkclient.Stat, w watched, err error) {
+	err = retry(ctx, s, func() error {
+		s.stats.reads.Add(1)
+		data, st, w.w, err = s.c.GetW(ctx, p)
+		return err
+	})
+	w.s = s
+	return data, st, w, err
+}
+
+func encodeInt32(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
+
+func decodeInt32(data []byte) (int32, error) {
+	if len(data) != 4 {
+		return 0, fmt.Errorf("%w: %d bytes, a shared count has 4", ErrCorruptValue, len(data))
+	}
+	return int32(binary.BigEndian.Uint32(data)), nil
+}

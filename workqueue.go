@@ -1,0 +1,356 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
+)
+
+// This file holds the work queues: items offered by producers and taken by
+// consumers, each item a persistent sequential node whose data is the item.
+// (The contender queue of the locks is queue.go.)
+
+// Item node name prefixes: Curator's SimpleDistributedQueue (and ZooKeeper's
+// own queue recipe) name items "qn-<seq>"; kazoo's Queue and LockingQueue
+// name them "entry-<priority>-<seq>", the priority three digits.
+const (
+	curatorItemPrefix = "qn-"
+	kazooItemPrefix   = "entry-"
+	// kazooDefaultPriority is kazoo's put's default priority.
+	kazooDefaultPriority = 100
+)
+
+// isItem reports whether a child of a work queue's path is an item, in
+// either client's naming.
+func isItem(name string) bool {
+	return strings.HasPrefix(name, curatorItemPrefix) || strings.HasPrefix(name, kazooItemPrefix)
+}
+
+// items returns the items among kids in the order consumers take them: by
+// name, as Curator and kazoo sort them. With Curator's names that is
+// arrival order; with kazoo's, priority then arrival order; kazoo's items
+// come before Curator's in a queue that holds both.
+func items(kids []string) []string {
+	out := slices.DeleteFunc(slices.Clone(kids), func(k string) bool { return !isItem(k) })
+	slices.Sort(out)
+	return out
+}
+
+// itemName returns the name prefix an Offer creates.
+func itemName(kazoo bool, priority int) string {
+	if !kazoo {
+		return curatorItemPrefix
+	}
+	return fmt.Sprintf("%s%03d-", kazooItemPrefix, priority)
+}
+
+func checkPriority(priority int) error {
+	if priority < 0 || priority > 999 {
+		return fmt.Errorf("%w: priority %d is not in [0, 999]", ErrInvalidArgument, priority)
+	}
+	return nil
+}
+
+// Queue is a distributed FIFO work queue on a ZooKeeper path, compatible
+// with Apache Curator's SimpleDistributedQueue (items "<path>/qn-<seq>")
+// and, with WithKazooNames, with kazoo's Queue (items
+// "<path>/entry-<priority>-<seq>"). Each item is a persistent sequential node
+// whose data is the item; the path's missing parents are containers, and
+// so is the path, as Curator makes it (with WithKazooNames a persistent
+// node, as kazoo makes it, since kazoo's producers make it only once).
+// Consumers take items in the order of their names, whichever naming made
+// them (see Take).
+//
+// Take is exactly-once: a consumer gets an item only by deleting its node,
+// and the server lets one delete succeed, so two consumers never both get
+// an item. The item is gone from ZooKeeper once taken: a consumer that dies
+// before it has processed it loses it (use LockingQueue when that must not
+// happen).
+//
+// A Queue holds no state of its own; it is safe for concurrent use.
+type Queue struct {
+	s     *Session
+	dir   string
+	kazoo bool
+	err   error
+}
+
+// QueueOption configures a Queue.
+type QueueOption func(*Queue)
+
+// WithKazooNames makes Offer name items as kazoo's Queue does,
+// "entry-<priority>-<seq>", so that kazoo consumers see them (Curator's
+// SimpleDistributedQueue ignores them), and allows OfferPriority. Take reads
+// both namings either way.
+func WithKazooNames() QueueOption { return func(q *Queue) { q.kazoo = true } }
+
+// NewQueue returns the Queue on path for the session s. A bad path is
+// reported, without any network call, by every method.
+func NewQueue(s *Session, path string, opts ...QueueOption) *Queue {
+	q := &Queue{s: s, dir: path, err: checkPath(path)}
+	for _, o := range opts {
+		o(q)
+	}
+	return q
+}
+
+// Offer adds an item at the back of the queue: one create. If ctx ends
+// before the create is answered, the item is deleted if it was made, so a
+// cancelled Offer adds nothing. If the connection breaks while the create
+// is in flight, the item may or may not have been added (its name is
+// chosen by the server, so it cannot be found again), and Offer returns an
+// error wrapping ErrWriteUnconfirmed: offer it again only if a duplicate is
+// harmless.
+func (q *Queue) Offer(ctx context.Context, data []byte) error {
+	return q.offer(ctx, data, kazooDefaultPriority)
+}
+
+// OfferPriority is Offer with kazoo's priority: items of a lower priority
+// number are taken first (priority 100 is kazoo's default and Offer's).
+// It needs WithKazooNames, and priority in [0, 999].
+func (q *Queue) OfferPriority(ctx context.Context, data []byte, priority int) error {
+	if q.err == nil && !q.kazoo {
+		return fmt.Errorf("zkrecipes: offer to %s: %w: priorities need kazoo's names (WithKazooNames)", q.dir, ErrInvalidArgument)
+	}
+	return q.offer(ctx, data, priority)
+}
+
+func (q *Queue) offer(ctx context.Context, data []byte, priority int) error {
+	if q.err != nil {
+		return q.err
+	}
+	if err := checkPriority(priority); err != nil {
+		return fmt.Errorf("zkrecipes: offer to %s: %w", q.dir, err)
+	}
+	ensure := func(ctx context.Context) error { return q.s.ensurePath(ctx, q.dir) }
+	if q.kazoo {
+		// kazoo makes the path once per Queue value and fails if the
+		// server later removes it as an empty container.
+		ensure = func(ctx context.Context) error { return q.s.createIfMissing(ctx, q.dir, nil) }
+	}
+	if err := offerItem(ctx, q.s, q.dir, itemName(q.kazoo, priority), data, ensure); err != nil {
+		return fmt.Errorf("zkrecipes: offer to %s: %w", q.dir, err)
+	}
+	return nil
+}
+
+// offerItem creates one item node dir/name<seq> with data; if dir is
+// missing, ensure makes it.
+func offerItem(ctx context.Context, s *Session, dir, name string, data []byte, ensure func(context.Context) error) error {
+	for missing := 0; ; missing++ {
+		// A create is not sent again once it may have been applied; made
+		// while the connection is down, it would fail unsent.
+		if err := s.awaitUp(ctx); err != nil {
+			return err
+		}
+		p, err := s.create(ctx, dir+"/"+name, data, zkclient.PersistentSequential)
+		switch {
+		case err == nil:
+			if seq, ok := parseSeq(p[len(p)-min(len(p), 10):]); !ok || seq < 0 {
+				// Past 2^31 items the names no longer sort in arrival order.
+				cctx, cancel := s.cleanupContext(ctx)
+				defer cancel()
+				s.remove(cctx, p)
+				return fmt.Errorf("%w under %s", ErrSequenceWrapped, dir)
+			}
+			return nil
+		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
+			if err := ensure(ctx); err != nil {
+				return err
+			}
+		case errors.Is(err, ErrConnectionLoss):
+			return unconfirmed(dir+"/"+name, err)
+		default:
+			return err
+		}
+	}
+}
+
+// Take removes the item at the front of the queue and returns its data,
+// waiting until there is one, ctx ends or the session is over. The front is
+// the item whose name sorts first: the oldest, with Curator's names; among
+// kazoo's, the lowest priority number first.
+//
+// It lists the queue with a child watch, then reads the front item and
+// deletes it: if another consumer deleted it first, it tries the next
+// one; if none is left, it waits for the watch (every waiting consumer
+// wakes when an item is offered, and one gets it). A taken item costs one
+// listing, one read and one delete.
+//
+// If the connection breaks while the delete is in flight and the item is
+// gone once reconnected, the delete may have been this consumer's or
+// another's: Take then returns the item's data with an error wrapping
+// ErrWriteUnconfirmed, and the caller chooses (process it if a duplicate
+// is harmless, drop it if a loss is).
+func (q *Queue) Take(ctx context.Context) ([]byte, error) {
+	if q.err != nil {
+		return nil, q.err
+	}
+	for {
+		kids, w, err := q.s.childrenW(ctx, q.dir)
+		if errors.Is(err, zkclient.ErrNoNode) {
+			var ok bool
+			if ok, w, err = q.s.existsW(ctx, q.dir); err == nil && ok {
+				w.stop()
+				continue // made meanwhile: list it
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("zkrecipes: take from %s: %w", q.dir, err)
+		}
+		data, ok, err := q.takeFirst(ctx, items(kids))
+		if ok || err != nil {
+			w.stop()
+			if err != nil {
+				return data, fmt.Errorf("zkrecipes: take from %s: %w", q.dir, err)
+			}
+			return data, nil
+		}
+		select {
+		case <-w.event():
+		case <-ctx.Done():
+			w.stop()
+			return nil, fmt.Errorf("zkrecipes: take from %s: %w", q.dir, ctx.Err())
+		case <-q.s.Done():
+			return nil, fmt.Errorf("zkrecipes: take from %s: %w", q.dir, q.s.Err())
+		}
+	}
+}
+
+// Poll is Take without waiting: it returns false if the queue is empty.
+func (q *Queue) Poll(ctx context.Context) ([]byte, bool, error) {
+	if q.err != nil {
+		return nil, false, q.err
+	}
+	for {
+		kids, err := q.s.children(ctx, q.dir)
+		if errors.Is(err, zkclient.ErrNoNode) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("zkrecipes: poll %s: %w", q.dir, err)
+		}
+		its := items(kids)
+		if len(its) == 0 {
+			return nil, false, nil
+		}
+		data, ok, err := q.takeFirst(ctx, its)
+		if err != nil {
+			return data, false, fmt.Errorf("zkrecipes: poll %s: %w", q.dir, err)
+		}
+		if ok {
+			return data, true, nil
+		}
+		// Every item listed was taken by others meanwhile: list again.
+	}
+}
+
+// Peek returns the data of the item at the front of the queue without
+// taking it, or false if the queue is empty.
+func (q *Queue) Peek(ctx context.Context) ([]byte, bool, error) {
+	if q.err != nil {
+		return nil, false, q.err
+	}
+	for {
+		kids, err := q.s.children(ctx, q.dir)
+		if errors.Is(err, zkclient.ErrNoNode) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("zkrecipes: peek %s: %w", q.dir, err)
+		}
+		its := items(kids)
+		if len(its) == 0 {
+			return nil, false, nil
+		}
+		for _, it := range its {
+			data, _, err := q.s.getData(ctx, q.dir+"/"+it)
+			if errors.Is(err, zkclient.ErrNoNode) {
+				continue // taken meanwhile
+			}
+			if err != nil {
+				return nil, false, fmt.Errorf("zkrecipes: peek %s: %w", q.dir, err)
+			}
+			return data, true, nil
+		}
+	}
+}
+
+// Len returns the number of items in the queue.
+func (q *Queue) Len(ctx context.Context) (int, error) {
+	if q.err != nil {
+		return 0, q.err
+	}
+	kids, err := q.s.children(ctx, q.dir)
+	if errors.Is(err, zkclient.ErrNoNode) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("zkrecipes: length of %s: %w", q.dir, err)
+	}
+	return len(items(kids)), nil
+}
+
+// takeFirst takes the first of its that no other consumer takes first.
+func (q *Queue) takeFirst(ctx context.Context, its []string) ([]byte, bool, error) {
+	for _, it := range its {
+		data, ok, err := q.takeItem(ctx, q.dir+"/"+it)
+		if ok || err != nil {
+			return data, ok, err
+		}
+	}
+	return nil, false, nil
+}
+
+// takeItem reads the item p and then deletes it: the delete decides whether
+// this consumer got it. The data is read first, so an item is never deleted
+// unread.
+func (q *Queue) takeItem(ctx context.Context, p string) ([]byte, bool, error) {
+	s := q.s
+	data, _, err := s.getData(ctx, p)
+	if errors.Is(err, zkclient.ErrNoNode) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	for {
+		if err := s.awaitUp(ctx); err != nil {
+			return nil, false, err
+		}
+		s.stats.deletes.Add(1)
+		err := s.c.Delete(ctx, p, -1)
+		switch {
+		case err == nil:
+			return data, true, nil
+		case errors.Is(err, zkclient.ErrNoNode):
+			return nil, false, nil // another consumer's delete came first
+		case !errors.Is(err, ErrConnectionLoss) && ctx.Err() == nil:
+			return nil, false, err
+		}
+		// The delete may have been applied (also when ctx ended with it in
+		// flight): look whether the item is still there.
+		// The sync makes the read see every write the server applied
+		// before it, this session's lost delete included.
+		cctx, cancel := s.cleanupContext(ctx)
+		err = retry(cctx, s, func() error { return s.c.Sync(cctx, p) })
+		if err == nil {
+			_, err = s.stat(cctx, p)
+		}
+		cancel()
+		switch {
+		case err == nil && ctx.Err() != nil:
+			return nil, false, ctx.Err() // not deleted: the item stays queued
+		case err == nil:
+			continue // not deleted: delete again
+		case errors.Is(err, zkclient.ErrNoNode):
+			return data, false, unconfirmed(p, ErrConnectionLoss)
+		default:
+			return data, false, unconfirmed(p, err)
+		}
+	}
+}

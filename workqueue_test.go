@@ -1,0 +1,314 @@
+package zkrecipes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkserver"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+var (
+	curatorItem = regexp.MustCompile(`^qn-\d{10}$`)
+	kazooItem   = regexp.MustCompile(`^entry-\d{3}-\d{10}$`)
+)
+
+// TestQueueLayout: items are persistent "qn-<seq>" nodes (kazoo's
+// "entry-<priority>-<seq>" with WithKazooNames) holding the data, taken in
+// name order; Peek, Poll and Len agree.
+func TestQueueLayout(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	path := e.path + "/q"
+	s := e.session()
+	q := zkrecipes.NewQueue(s, path)
+
+	if _, ok, err := q.Poll(ctx); ok || err != nil {
+		t.Errorf("Poll of a missing queue = %v, %v", ok, err)
+	}
+	for i := range 3 {
+		must(t, q.Offer(ctx, fmt.Appendf(nil, "c%d", i)), "Offer")
+	}
+	kq := zkrecipes.NewQueue(s, path, zkrecipes.WithKazooNames())
+	must(t, kq.OfferPriority(ctx, []byte("k-low"), 200), "OfferPriority")
+	must(t, kq.Offer(ctx, []byte("k-default")), "Offer")
+	must(t, kq.OfferPriority(ctx, []byte("k-high"), 5), "OfferPriority")
+	if err := q.OfferPriority(ctx, nil, 1); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
+		t.Errorf("OfferPriority with Curator's names = %v, want ErrInvalidArgument", err)
+	}
+	if err := kq.OfferPriority(ctx, nil, 1000); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
+		t.Errorf("OfferPriority(1000) = %v, want ErrInvalidArgument", err)
+	}
+	_, err := e.admin.Create(path+"/foreign", []byte("x"), 0, zk.WorldACL(zk.PermAll))
+	must(t, err, "create")
+
+	var curator, kazoo int
+	for _, k := range e.children(path) {
+		_, st, err := e.admin.Get(path + "/" + k)
+		must(t, err, "get")
+		switch {
+		case st.EphemeralOwner != 0:
+			t.Errorf("item %s is ephemeral", k)
+		case curatorItem.MatchString(k):
+			curator++
+		case kazooItem.MatchString(k):
+			kazoo++
+		case k != "foreign":
+			t.Errorf("unexpected node %s", k)
+		}
+	}
+	if curator != 3 || kazoo != 3 {
+		t.Errorf("%d Curator and %d kazoo items, want 3 of each", curator, kazoo)
+	}
+	if n, err := q.Len(ctx); n != 6 || err != nil {
+		t.Errorf("Len = %d, %v; want 6", n, err)
+	}
+	if data, ok, err := q.Peek(ctx); string(data) != "k-high" || !ok || err != nil {
+		t.Errorf("Peek = %q, %v, %v; want the highest kazoo priority first", data, ok, err)
+	}
+	// kazoo's names sort before Curator's; within each, priority then age.
+	want := []string{"k-high", "k-default", "k-low", "c0", "c1", "c2"}
+	for i, w := range want {
+		var data []byte
+		var err error
+		if i%2 == 0 {
+			data, err = q.Take(ctx)
+		} else {
+			var ok bool
+			data, ok, err = kq.Poll(ctx)
+			if !ok && err == nil {
+				err = errors.New("empty")
+			}
+		}
+		if string(data) != w || err != nil {
+			t.Errorf("item %d: %q, %v; want %q", i, data, err, w)
+		}
+	}
+	if _, ok, err := q.Peek(ctx); ok || err != nil {
+		t.Errorf("Peek of an empty queue = %v, %v", ok, err)
+	}
+	if kids := e.children(path); !slices.Equal(kids, []string{"foreign"}) {
+		t.Errorf("left: %v; want the foreign node only", kids)
+	}
+}
+
+// TestQueuePathKinds: a queue path made for Curator's names is a container,
+// as Curator makes it, and one made for kazoo's is persistent, as kazoo
+// makes it (kazoo's producers make it once, and fail if the server removed
+// it). Real ZooKeeper checks containers every minute; zkserver can be told
+// to check now.
+func TestQueuePathKinds(t *testing.T) {
+	srv := zkserver.RunT(t)
+	e := newEnvOn(t, []string{srv.Addr()})
+	ctx := ctxTimeout(t, 30*time.Second)
+	s := e.session()
+	curator, kazoo := e.path+"/curator", e.path+"/kazoo"
+	for _, q := range []*zkrecipes.Queue{zkrecipes.NewQueue(s, curator), zkrecipes.NewQueue(s, kazoo, zkrecipes.WithKazooNames())} {
+		must(t, q.Offer(ctx, []byte("x")), "Offer")
+		if _, err := q.Take(ctx); err != nil {
+			t.Fatalf("Take: %v", err)
+		}
+	}
+	srv.CheckContainers()
+	if ok, _, _ := e.admin.Exists(curator); ok {
+		t.Errorf("the empty Curator-named queue %s was not removed: not a container", curator)
+	}
+	if ok, _, _ := e.admin.Exists(kazoo); !ok {
+		t.Errorf("the empty kazoo-named queue %s was removed: not persistent", kazoo)
+	}
+}
+
+// TestQueueExactlyOnce: consumers on four sessions take items while two
+// producers offer them; every item is taken exactly once, and the waiting
+// consumers stop when their context ends.
+func TestQueueExactlyOnce(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, time.Minute)
+	path := e.path + "/q"
+	const producers, each, consumers = 2, 50, 4
+
+	var mu sync.Mutex
+	taken := map[string]int{}
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var cw sync.WaitGroup
+	for i := range consumers {
+		q := zkrecipes.NewQueue(e.session(), path)
+		cw.Add(1)
+		go func() {
+			defer cw.Done()
+			for {
+				data, err := q.Take(cctx)
+				if cctx.Err() != nil {
+					return
+				}
+				if !check(t, err, "consumer %d: Take", i) {
+					return
+				}
+				mu.Lock()
+				taken[string(data)]++
+				if len(taken) == producers*each {
+					stop()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	var pw sync.WaitGroup
+	for p := range producers {
+		q := zkrecipes.NewQueue(e.session(), path)
+		pw.Add(1)
+		go func() {
+			defer pw.Done()
+			for n := range each {
+				if !check(t, q.Offer(ctx, fmt.Appendf(nil, "p%d-%d", p, n)), "Offer") {
+					return
+				}
+			}
+		}()
+	}
+	pw.Wait()
+	cw.Wait()
+	for item, n := range taken {
+		if n != 1 {
+			t.Errorf("item %s taken %d times", item, n)
+		}
+	}
+	if len(taken) != producers*each {
+		t.Errorf("%d distinct items taken, want %d", len(taken), producers*each)
+	}
+	e.empty(path)
+}
+
+// TestQueueTakeWaits: Take waits for an item, wakes when one is offered, and
+// when cancelled leaves its watch behind on neither side.
+func TestQueueTakeWaits(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	path := e.path + "/q"
+	cs := e.session()
+	consumer := zkrecipes.NewQueue(cs, path)
+	producer := zkrecipes.NewQueue(e.session(), path)
+
+	var got []byte
+	done := async(func() (err error) { got, err = consumer.Take(ctx); return err })
+	e.waitFor("Take to watch the missing queue", func() bool { return watchersOf(t, e.servers[0], path) == 1 })
+	blocked(t, done, "Take of a missing queue")
+	must(t, producer.Offer(ctx, []byte("one")), "Offer")
+	if err := result(t, done, "Take"); err != nil || string(got) != "one" {
+		t.Errorf("Take = %q, %v; want one", got, err)
+	}
+
+	// Waiting on a child watch now, which ZooKeeper's four-letter words do
+	// not list: the session's counters tell.
+	listed := cs.Stats().Listings
+	tctx, cancel := context.WithCancel(ctx)
+	done = async(func() error { _, err := consumer.Take(tctx); return err })
+	e.waitFor("Take to list the empty queue", func() bool { return cs.Stats().Listings > listed })
+	cancel()
+	if err := result(t, done, "cancelled Take"); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Take = %v, want context.Canceled", err)
+	}
+	// Its watch is gone from the server: a change sends the session no event.
+	roundTrip(t, cs)
+	seen := cs.Stats().WatchEvents
+	_, err := e.admin.Create(path+"/x", nil, 0, zk.WorldACL(zk.PermAll))
+	must(t, err, "create")
+	must(t, e.admin.Delete(path+"/x", -1), "delete")
+	roundTrip(t, cs)
+	if n := cs.Stats().WatchEvents - seen; n != 0 {
+		t.Errorf("%d watch events after the cancelled Take", n)
+	}
+
+	// A cancelled Offer adds nothing.
+	octx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := producer.Offer(octx, []byte("never")); !errors.Is(err, context.Canceled) {
+		t.Errorf("Offer with a cancelled context = %v", err)
+	}
+	e.empty(path)
+}
+
+// TestQueueSessionExpiry: a Take waiting on an expired session returns
+// ErrSessionExpired.
+func TestQueueSessionExpiry(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	s := e.session()
+	q := zkrecipes.NewQueue(s, e.path+"/q")
+	done := async(func() error { _, err := q.Take(ctx); return err })
+	e.waitFor("Take to watch", func() bool { return watchersOf(t, e.servers[0], e.path+"/q") == 1 })
+	e.expire(s)
+	if err := result(t, done, "Take"); !errors.Is(err, zkrecipes.ErrSessionExpired) {
+		t.Errorf("Take on an expired session = %v, want ErrSessionExpired", err)
+	}
+}
+
+// TestQueueUnconfirmed: the answer to a take's delete or an offer's create is
+// lost. A delete that never reached the server is sent again and the item
+// taken. One that did not either, while another consumer took the item,
+// cannot be told from one that was applied: Take returns the data with
+// ErrWriteUnconfirmed. An offer's create is unconfirmed either way (the
+// server names the node).
+func TestQueueUnconfirmed(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	path := e.path + "/q"
+	p, err := zktest.NewProxy(e.servers[0])
+	must(t, err, "proxy")
+	t.Cleanup(func() { p.Close() })
+	q := zkrecipes.NewQueue(e.sessionOn([]string{p.Addr()}), path)
+	for _, d := range []string{"a", "b", "c"} {
+		must(t, q.Offer(ctx, []byte(d)), "Offer")
+	}
+
+	p.CutOnRequest(2, false) // delete, dropped
+	if data, err := q.Take(ctx); string(data) != "a" || err != nil {
+		t.Errorf("Take whose delete never arrived = %q, %v; want a", data, err)
+	}
+
+	// Dropped again, and another consumer takes the item before this one
+	// is back.
+	p.Refuse(true)
+	p.CutOnRequest(2, false)
+	var data []byte
+	done := async(func() (err error) { data, err = q.Take(ctx); return err })
+	closed(t, p.Tripped(), "the delete trap")
+	kids := e.children(path)
+	slices.Sort(kids)
+	must(t, e.admin.Delete(path+"/"+kids[0], -1), "delete b")
+	p.Refuse(false)
+	if err := result(t, done, "Take"); string(data) != "b" || !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
+		t.Errorf("Take whose item went while its delete was lost = %q, %v; want b and ErrWriteUnconfirmed", data, err)
+	}
+
+	// Armed to forward: applied, unless the request went out on the
+	// previous, dying connection (the client may not know it is dead yet
+	// when the call is made) and never reached the trap; either
+	// way the item is taken once.
+	p.CutOnRequest(2, true)
+	data, err = q.Take(ctx)
+	if string(data) != "c" || err != nil && !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
+		t.Errorf("Take whose delete was sent, answer lost = %q, %v; want c, unconfirmed or not", data, err)
+	}
+	for _, forward := range []bool{false, true} {
+		p.CutOnRequest(1, forward)
+		if err := q.Offer(ctx, []byte("d")); !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
+			t.Errorf("Offer with its create cut (sent on: %v) = %v, want ErrWriteUnconfirmed", forward, err)
+		}
+	}
+	for _, k := range e.children(path) {
+		if d, _, _ := e.admin.Get(path + "/" + k); string(d) != "d" {
+			t.Errorf("item %s = %q left in the queue", k, d)
+		}
+	}
+}
