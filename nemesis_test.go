@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,10 +85,29 @@ var (
 //     the send time of the newest answered request (see strict_test.go).
 var nemesisFaults = nemesis.AllFaults
 
-// nemesisKnown maps the properties whose violations are reported but do
-// not fail the test to the issue that tracks them. Empty: every violation
-// fails.
-var nemesisKnown = map[string]string{}
+// nemesisKnown lists the violations that are reported but do not fail the
+// test, each with the finding that explains it: a property, and a text its
+// message contains. Remove an entry once its finding is fixed.
+var nemesisKnown = []struct{ property, contains, finding string }{
+	// Found by the nemesis (seed 3): a LockingQueue consumer whose Lost
+	// closed in strict mode (its member stalled for about the strict
+	// margin) while its session lived on calls Consume, which returns
+	// ErrNodeLost ("another consumer may have the item now") without
+	// deleting its lock node; the item is marked done, so Release returns
+	// ErrNotHeld. The lock, the live session's, keeps every consumer off
+	// the item until that session ends.
+	{nemesis.PropOrphan, "lqueue.consume failed, yet left", "LockingQueue: Consume after a strict-mode Lost leaves the lock of a live session"},
+}
+
+// knownFinding returns the finding that explains v, or "".
+func knownFinding(v nemesis.Violation) string {
+	for _, k := range nemesisKnown {
+		if v.Property == k.property && strings.Contains(v.Msg, k.contains) {
+			return k.finding
+		}
+	}
+	return ""
+}
 
 func TestNemesis(t *testing.T) {
 	if testing.Short() {
@@ -134,9 +154,9 @@ func TestNemesis(t *testing.T) {
 		t.Log(res.Summary)
 		var failing, known []nemesis.Violation
 		for _, v := range res.Report.Violations {
-			if issue, ok := nemesisKnown[v.Property]; ok {
+			if finding := knownFinding(v); finding != "" {
 				known = append(known, v)
-				t.Logf("known issue (%s): %v", issue, v)
+				t.Logf("known finding (%s): %v", finding, v)
 			} else {
 				failing = append(failing, v)
 			}
@@ -145,7 +165,7 @@ func TestNemesis(t *testing.T) {
 			t.Errorf("%s\n%s", res.Summary, res.Explain(failing, 5))
 		}
 		if len(known) > 0 {
-			t.Logf("%d violations of known issues, not failing the test:\n%s", len(known), res.Explain(known, 2))
+			t.Logf("%d violations of known findings, not failing the test:\n%s", len(known), res.Explain(known, 2))
 		}
 	}
 	if err != nil {

@@ -348,12 +348,14 @@ func (r *runner) adminClient(ctx context.Context) (*zkclient.Client, error) {
 	return admin, nil
 }
 
-// removeTree deletes the writer's subtree once everybody is done, so that
-// the leftover scan finds only what the recipes left.
+// removeTree deletes, once everybody is done, the data the workloads keep
+// on purpose (the writer's subtree, the counters, the items still queued
+// and the LockingQueue's two persistent nodes), so that the leftover scan
+// finds only what the recipes left behind.
 func (r *runner) removeTree(ctx context.Context) error {
 	admin, err := r.adminClient(ctx)
 	if err != nil {
-		return fmt.Errorf("nemesis: remove the cache's tree: %w", err)
+		return fmt.Errorf("nemesis: remove the workloads' data: %w", err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -376,8 +378,10 @@ func (r *runner) removeTree(ctx context.Context) error {
 		}
 		return nil
 	}
-	if err := remove(r.o.Base + "/" + ResCache); err != nil {
-		return fmt.Errorf("nemesis: remove the cache's tree: %w", err)
+	for _, res := range []string{ResCache, ResAtomic, ResShared, ResQueue, ResLQueue} {
+		if err := remove(r.o.Base + "/" + res); err != nil {
+			return fmt.Errorf("nemesis: remove %s: %w", res, err)
+		}
 	}
 	return nil
 }

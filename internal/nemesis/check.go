@@ -81,6 +81,7 @@ type Counts struct {
 	MultiLock     int            // holdings (one per path) granted by MultiLocks
 	Cache         CacheCounts
 	Node          NodeCounts
+	Data          DataCounts // the counters' and the queues'
 	Events        int
 }
 
@@ -138,6 +139,13 @@ func Check(events []Event, cfg Config) Report {
 	nv, nc := nodeCheck(events, cfg)
 	r.Violations = append(r.Violations, nv...)
 	r.Counts.Node = nc
+	dv, counters := counterCheck(events)
+	qv, queues := queueCheck(events)
+	r.Violations = append(r.Violations, dv...)
+	r.Violations = append(r.Violations, qv...)
+	r.Counts.Data = counters
+	r.Counts.Data.Offers, r.Counts.Data.OfferMaybe, r.Counts.Data.Taken, r.Counts.Data.TakeMaybe, r.Counts.Data.Left =
+		queues.Offers, queues.OfferMaybe, queues.Taken, queues.TakeMaybe, queues.Left
 	slices.SortStableFunc(r.Violations, func(a, b Violation) int { return cmp.Compare(a.At, b.At) })
 	return r
 }
@@ -560,11 +568,11 @@ func count(events []Event, hs map[int32]*holding) Counts {
 		shared[h.res] = shared[h.res] || h.mode == Shared
 	}
 	for _, h := range hs {
-		label := h.res
+		l := label(h.res)
 		if shared[h.res] {
-			label += "-" + h.mode.String()
+			l += "-" + h.mode.String()
 		}
-		c.Grants[label]++
+		c.Grants[l]++
 		if h.op == OpMutexRequeue {
 			c.Requeues++
 		}
@@ -618,6 +626,9 @@ func Summary(seed uint64, faults int, wall time.Duration, r Report) string {
 		c.Cache.Caches, c.Cache.Events, c.Cache.Writes, c.Cache.Unconfirmed, c.Cache.Converged.Round(time.Millisecond))
 	fmt.Fprintf(&b, " pnode=[sets=%d unconfirmed=%d deleted=%d renewals=%d back=%v]",
 		c.Node.Sets, c.Node.Unconfirmed, c.Node.Deletes, c.Node.Renewals, c.Node.Back.Round(time.Millisecond))
+	d := c.Data
+	fmt.Fprintf(&b, " counters=[increments=%d unconfirmed=%d failed=%d] queues=[offers=%d unconfirmed=%d taken=%d maybe=%d left=%d]",
+		d.Increments, d.Unconfirmed, d.Failed, d.Offers, d.OfferMaybe, d.Taken, d.TakeMaybe, d.Left)
 	fmt.Fprintf(&b, " orphan-checks=%d orphans=%d leftovers=%d events=%d violations=%d",
 		c.OrphanChecks, c.Orphans, c.Leftovers, c.Events, len(r.Violations))
 	return b.String()

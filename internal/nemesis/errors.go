@@ -15,6 +15,7 @@ const (
 	ErrKindSessionClosed      = "session-closed"
 	ErrKindConnectionLoss     = "connection-loss"
 	ErrKindReleaseUnconfirmed = "release-unconfirmed"
+	ErrKindWriteUnconfirmed   = "write-unconfirmed"
 	ErrKindNodeLost           = "node-lost"
 	ErrKindLocked             = "locked"
 	ErrKindDeadline           = "deadline"
@@ -30,6 +31,7 @@ var errorKinds = []struct {
 	name string
 	err  error
 }{
+	{ErrKindWriteUnconfirmed, zkrecipes.ErrWriteUnconfirmed}, // first: it wraps its cause (a connection loss, an expiry, a deadline)
 	{ErrKindSessionExpired, zkrecipes.ErrSessionExpired},
 	{ErrKindSessionClosed, zkrecipes.ErrSessionClosed},
 	{ErrKindReleaseUnconfirmed, zkrecipes.ErrReleaseUnconfirmed},
@@ -113,6 +115,15 @@ const (
 	OpNodeDelete   = "pnode.delete" // another client's PersistentNode deleted
 	OpNodeRun      = "pnode.run"    // the PersistentNode stopped keeping its node before Close: why
 	OpNodeClose    = "pnode.close"
+	OpAtomicAdd    = "atomiclong.add"
+	OpSharedAdd    = "sharedcount.add" // Count, then TrySetCount until one applies
+	OpOffer        = "queue.offer"
+	OpTake         = "queue.take"
+	OpPoll         = "queue.poll"
+	OpLQOffer      = "lqueue.offer"
+	OpLQTake       = "lqueue.take"
+	OpLQConsume    = "lqueue.consume"
+	OpLQRelease    = "lqueue.release"
 	OpSessionNew   = "session.new"
 	OpSessionClose = "session.close"
 	OpOrphanCheck  = "nemesis.orphan-check" // the workload's own look for nodes left behind

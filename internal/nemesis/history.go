@@ -40,6 +40,14 @@ const (
 	KindNodeDelete  // Client deleted another's PersistentNode at Path (Accepted: it was there)
 	KindNodeSession // a session the PersistentNode at Path is kept on: Session (its first, or one renewal made)
 	KindNodeSeen    // after the heal, what the server held at Path: Accepted (it exists), Data, Session (its ephemeralOwner)
+
+	KindCounter      // an increment of counter Res by Token: Op, Accepted (acknowledged; Value is the value it wrote), ErrKind ("unconfirmed", "failed")
+	KindCounterValue // after the heal, counter Res's value on the server: Value
+	KindOffer        // an offer of the item Data to queue Res: Accepted (acknowledged), ErrKind ("unconfirmed", "failed")
+	KindTake         // a take of the item Data from queue Res: Accepted (acknowledged), ErrKind ("unconfirmed": it may have been another consumer's)
+	KindConsume      // a LockingQueue consumer consumed the item Data of queue Res: Accepted, ErrKind ("failed": certainly not consumed; "unconfirmed": it may have been)
+	KindQueueLeft    // after the drain, an item Data still in queue Res (Path: its node)
+	KindQueueScan    // the end of queue Res's listing after the drain: Accepted (the queue was empty before the consumers stopped)
 )
 
 var kindNames = map[Kind]string{
@@ -51,6 +59,8 @@ var kindNames = map[Kind]string{
 	KindTreeWrite: "tree-write", KindCacheStart: "cache-start", KindCacheEvent: "cache-event",
 	KindCopyNode: "copy-node", KindSnapshot: "snapshot", KindQuiet: "quiet", KindNodeSet: "node-set",
 	KindNodeDelete: "node-delete", KindNodeSession: "node-session", KindNodeSeen: "node-seen",
+	KindCounter: "counter", KindCounterValue: "counter-value", KindOffer: "offer", KindTake: "take",
+	KindConsume: "consume", KindQueueLeft: "queue-left", KindQueueScan: "queue-scan",
 }
 
 func (k Kind) String() string {
@@ -116,6 +126,8 @@ type Event struct {
 	Czxid   int64
 	Mzxid   int64
 	Version int32
+
+	Value int64 // Counter, CounterValue: the counter's value
 }
 
 // String formats the event as one timeline line.
@@ -173,6 +185,26 @@ func (e Event) String() string {
 		fmt.Fprintf(&b, " %s 0x%x", e.Path, e.Session)
 	case KindNodeSeen:
 		fmt.Fprintf(&b, " %s exists=%v %q owner=0x%x", e.Path, e.Accepted, e.Data, e.Session)
+	case KindCounter:
+		fmt.Fprintf(&b, " %s %s +%d", e.Res, e.Op, e.Token)
+		if e.Accepted {
+			fmt.Fprintf(&b, " = %d", e.Value)
+		} else {
+			b.WriteString(" " + e.ErrKind)
+		}
+	case KindCounterValue:
+		fmt.Fprintf(&b, " %s = %d", e.Res, e.Value)
+	case KindOffer, KindTake, KindConsume, KindQueueLeft:
+		fmt.Fprintf(&b, " %s %q", e.Res, e.Data)
+		if e.Kind != KindQueueLeft {
+			if e.Accepted {
+				b.WriteString(" ok")
+			} else {
+				b.WriteString(" " + e.ErrKind)
+			}
+		}
+	case KindQueueScan:
+		fmt.Fprintf(&b, " %s drained=%v", e.Res, e.Accepted)
 	case KindError:
 		kind := e.ErrKind
 		if kind == "" {
@@ -250,7 +282,8 @@ func Timeline(events []Event, v Violation, window time.Duration, max int) string
 			relevant = v.Res == "" || clients[e.Client]
 		case KindGrant, KindLost, KindRelease, KindWrite, KindBusy, KindOrphanCheck,
 			KindTreeWrite, KindCacheStart, KindCacheEvent, KindCopyNode, KindSnapshot,
-			KindQuiet, KindNodeSet, KindNodeDelete, KindNodeSession, KindNodeSeen:
+			KindQuiet, KindNodeSet, KindNodeDelete, KindNodeSession, KindNodeSeen,
+			KindCounter, KindCounterValue, KindOffer, KindTake, KindConsume, KindQueueLeft, KindQueueScan:
 			relevant = v.Res == "" || e.Res == v.Res || holdings[e.Holding]
 		default:
 			relevant = true

@@ -80,6 +80,16 @@ func (r *runner) keep(ctx context.Context, c *client, ref *sessionRef, node *zkr
 		// Only the closing of the session it was made on (by the
 		// client's retire) may stop it: its renewal covers expiries.
 		err := node.Err()
+		if errors.Is(err, zkrecipes.ErrSessionClosed) {
+			// The close may still be under way: the node sees the
+			// session closing before Done closes.
+			t := time.NewTimer(r.o.SessionTimeout)
+			select {
+			case <-ref.s.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		if !errors.Is(err, zkrecipes.ErrSessionClosed) || !over(ref.s) {
 			r.h.Record(Event{Kind: KindError, Client: c.id, Gen: ref.gen, Res: ResNode, Op: OpNodeRun, ErrKind: Classify(err), Detail: fmt.Sprint(err)})
 		}

@@ -111,6 +111,10 @@ type runner struct {
 	nodesQuiet                      sync.WaitGroup // the PersistentNode keepers that have not stopped changing their nodes
 	nodeClients                     []int          // the clients that keep a PersistentNode
 
+	dataQuiet     sync.WaitGroup     // the counters and producers that have not stopped after the heal
+	consumers     sync.WaitGroup     // the queue consumers
+	stopConsumers context.CancelFunc // ends the consumers' context, after the drain
+
 	adminMu sync.Mutex
 	admin   *zkclient.Client // the runner's own, straight to the members (see adminClient)
 
@@ -182,12 +186,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	close(r.healed)
 	if runErr == nil {
-		nodes := make(chan struct{})
+		nodes, data := make(chan struct{}), make(chan struct{})
 		go func() { r.checkNodes(ctx, r.nodeClients); close(nodes) }()
+		go func() { r.finishData(ctx); close(data) }()
 		if !r.waitAcquired(ctx, o.ProgressBound+2*time.Second) {
 			r.dumpQueues(ctx)
 		}
 		<-nodes
+		<-data
 		select {
 		case <-r.cacheFinal:
 		case <-time.After(o.ProgressBound + 5*time.Second):
@@ -309,6 +315,21 @@ func (r *runner) startWorkloads(ctx context.Context) {
 	} else {
 		close(r.writerQuiet)
 		close(r.cacheFinal)
+	}
+	cctx, stopConsumers := context.WithCancel(ctx)
+	r.stopConsumers = stopConsumers
+	for c, kinds := range dataLayout(r.o.Clients) {
+		for i, kind := range kinds {
+			w := &dataWorker{r: r, c: r.clients[c], kind: kind, rng: rng(c, 2+i)}
+			r.workers.Add(1)
+			if isConsumer(kind) {
+				r.consumers.Add(1)
+				go func() { defer r.consumers.Done(); w.run(cctx) }()
+			} else {
+				r.dataQuiet.Add(1)
+				go w.run(ctx)
+			}
+		}
 	}
 	for i, c := range nodes {
 		r.nodesQuiet.Add(1)
@@ -774,7 +795,7 @@ func (r *runner) scan(ctx context.Context) error {
 // dirs returns the recipes' directories under Base.
 func (r *runner) dirs() map[string]bool {
 	d := map[string]bool{}
-	for _, res := range []string{ResMutex, ResLockA, ResLockB, ResRW, ResElection, ResSemaphore, ResNode} {
+	for _, res := range []string{ResMutex, ResLockA, ResLockB, ResRW, ResElection, ResSemaphore, ResNode, ResPromote, ResQueue, ResLQueue} {
 		d[r.o.Base+"/"+res] = true
 	}
 	d[r.o.Base+"/"+ResSemaphore+"/locks"] = true

@@ -258,27 +258,38 @@ func (w *worker) step(ctx context.Context, acquire acquirer, gen int32) {
 	sleep(ctx, w.between(0, 20))
 }
 
-// orphans checks that the failed call op left none of its nodes: it asks
-// the server for the session's ephemeral nodes under the workload's
-// paths, waiting for the session to be connected again if it is not (the
-// call may have failed because the link is down), for up to twice the
-// session timeout. Nodes still listed 2 s after the first answer that
-// shows them are left for good: the failed call's clean-up has given up (a
-// delete may still have been on its way before). It tells nothing when
-// the session ends meanwhile. A node left is recorded, and the session
-// closed, or it would block the others for as long as it lives. (No two
-// workloads of one client share a path, so the session's nodes under the
-// workload's paths are the workload's.)
+// orphans checks that the failed call op left none of its nodes: see
+// runner.orphans, with the workload's paths.
 func (w *worker) orphans(ctx context.Context, gen int32, op string) {
-	ref := w.c.peek()
+	var dirs []string
+	for _, res := range w.w.res {
+		dirs = append(dirs, w.r.o.Base+"/"+res+"/")
+	}
+	w.r.orphans(ctx, w.c, gen, w.name, dirs, op)
+}
+
+// orphans checks that the failed call op of client c's workload name left
+// none of its nodes: it asks the server for the session's ephemeral nodes
+// under the workload's dirs (prefixes ending in "/"), waiting for the
+// session to be connected again if it is not (the call may have failed
+// because the link is down), for up to twice the session timeout. Nodes
+// still listed 2 s after the first answer that shows them are left for
+// good: the failed call's clean-up has given up (a delete may still have
+// been on its way before). It tells nothing when the session ends
+// meanwhile. A node left is recorded, and the session closed, or it would
+// block the others for as long as it lives. (No two workloads of one
+// client share a path, so the session's nodes under a workload's paths are
+// the workload's.)
+func (r *runner) orphans(ctx context.Context, c *client, gen int32, name string, dirs []string, op string) {
+	ref := c.peek()
 	if ref == nil || ref.gen != gen || over(ref.s) {
 		return
 	}
-	deadline := time.Now().Add(2*w.r.o.SessionTimeout + 2*time.Second)
+	deadline := time.Now().Add(2*r.o.SessionTimeout + 2*time.Second)
 	var seen time.Time // when nodes were first listed
 	for ctx.Err() == nil && time.Now().Before(deadline) {
 		ectx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		all, err := ref.s.Client().Ephemerals(ectx, w.r.o.Base)
+		all, err := ref.s.Client().Ephemerals(ectx, r.o.Base)
 		cancel()
 		if over(ref.s) {
 			return
@@ -287,7 +298,7 @@ func (w *worker) orphans(ctx context.Context, gen int32, op string) {
 			// The link may be down: look again. Any error of no fault
 			// kind is the check's own failure.
 			if Classify(err) == "" {
-				w.r.fail(w.c.id, gen, w.name, OpOrphanCheck, err)
+				r.fail(c.id, gen, name, OpOrphanCheck, err)
 				return
 			}
 			sleep(ctx, 200*time.Millisecond)
@@ -295,8 +306,8 @@ func (w *worker) orphans(ctx context.Context, gen int32, op string) {
 		}
 		var nodes []string
 		for _, n := range all {
-			for _, res := range w.w.res {
-				if strings.HasPrefix(n, w.r.o.Base+"/"+res+"/") {
+			for _, dir := range dirs {
+				if strings.HasPrefix(n, dir) {
 					nodes = append(nodes, n)
 				}
 			}
@@ -305,9 +316,9 @@ func (w *worker) orphans(ctx context.Context, gen int32, op string) {
 			seen = time.Now()
 		}
 		if len(nodes) == 0 || time.Since(seen) >= 2*time.Second {
-			w.r.h.Record(Event{Kind: KindOrphanCheck, Client: w.c.id, Gen: gen, Res: w.name, Op: op, Detail: strings.Join(nodes, " ")})
+			r.h.Record(Event{Kind: KindOrphanCheck, Client: c.id, Gen: gen, Res: name, Op: op, Detail: strings.Join(nodes, " ")})
 			if len(nodes) > 0 {
-				w.c.retire(gen)
+				c.retire(gen)
 			}
 			return
 		}
