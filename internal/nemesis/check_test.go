@@ -890,3 +890,155 @@ func TestCheckPersistentNode(t *testing.T) {
 		})
 	}
 }
+
+func (b *hist) incr(t float64, res string, delta, value int64, out string) {
+	b.add(t, Event{Kind: KindCounter, Client: 0, Gen: 1, Res: res, Op: OpAtomicAdd, Token: delta, Value: value, Accepted: out == outcomeOK, ErrKind: out})
+}
+
+func TestCheckCounter(t *testing.T) {
+	// 0 +5 → 5 +3 → 8, then an unconfirmed +7 (applied), +2 → 17; a
+	// failed +100 (not applied), an unconfirmed +50 (not applied).
+	build := func(final int64, change func(b *hist)) []Event {
+		var b hist
+		b.incr(1, "c", 5, 5, outcomeOK)
+		b.incr(2, "c", 3, 8, outcomeOK)
+		b.incr(3, "c", 7, 0, outcomeUnconfirmed)
+		b.incr(4, "c", 2, 17, outcomeOK)
+		b.incr(5, "c", 100, 0, outcomeFailed)
+		b.incr(6, "c", 50, 0, outcomeUnconfirmed)
+		if change != nil {
+			change(&b)
+		}
+		if final >= 0 {
+			b.add(101, Event{Kind: KindCounterValue, Client: -1, Res: "c", Value: final, Accepted: true})
+		}
+		return b.finish()
+	}
+	r := Check(build(17, nil), testConfig)
+	wantProps(t, r)
+	if d := r.Counts.Data; d.Increments != 3 || d.Unconfirmed != 2 || d.Failed != 1 {
+		t.Errorf("counts %+v", d)
+	}
+	wantProps(t, Check(build(67, nil), testConfig)) // the +50 applied too
+	cases := []struct {
+		name   string
+		final  int64
+		change func(b *hist)
+		msg    string
+	}{
+		{"an acknowledged increment lost", 15, nil, "below 17"},
+		{"an increment applied twice", 19, nil, "no set of the 2 unconfirmed ones makes the other 9"},
+		{"two claim one range", 17, func(b *hist) { b.incr(2.5, "c", 4, 7, outcomeOK) }, "claim the same part of the count"},
+		{"a range no increment owns", 21, func(b *hist) {
+			// The acknowledged increments own 3..17; 0..3 and 17..21
+			// are the unconfirmed ones' (5 and 2): together they make
+			// the 7, but no set of them makes the 3 alone.
+			b.ev = slices.DeleteFunc(b.ev, func(e Event) bool { return e.Kind == KindCounter })
+			b.incr(1, "c", 5, 8, outcomeOK)
+			b.incr(2, "c", 3, 11, outcomeOK)
+			b.incr(3, "c", 6, 17, outcomeOK)
+			b.incr(4, "c", 5, 0, outcomeUnconfirmed)
+			b.incr(5, "c", 2, 0, outcomeUnconfirmed)
+		}, "the count from 0 to 3, which no acknowledged increment made"},
+		{"explained only by a failed increment", 117, nil, "counting the increments that failed"},
+		{"never read", -1, nil, "never read after the heal"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := Check(build(c.final, c.change), testConfig)
+			wantProps(t, r, PropCounter)
+			if !strings.Contains(r.Violations[0].Msg, c.msg) {
+				t.Errorf("violation %q, want one saying %q", r.Violations[0].Msg, c.msg)
+			}
+		})
+	}
+}
+
+// queueHist is a clean history of a Queue ("q") and a LockingQueue
+// (ResLQueue), drained after the heal.
+func queueHist(change func(b *hist)) []Event {
+	var b hist
+	offer := func(t float64, res, data, out string) {
+		b.add(t, Event{Kind: KindOffer, Client: 1, Gen: 1, Res: res, Data: data, Accepted: out == outcomeOK, ErrKind: out})
+	}
+	take := func(t float64, res, data, out string) {
+		kind := KindTake
+		if res == ResLQueue {
+			kind = KindConsume
+			b.hold(2, 1, res+"/"+data, Permit, 0, t-0.1, t-0.01)
+		}
+		b.add(t, Event{Kind: kind, Client: 2, Gen: 1, Res: res, Data: data, Accepted: out == outcomeOK, ErrKind: out})
+	}
+	offer(1, "q", "a", outcomeOK)
+	offer(1.1, "q", "b", outcomeOK)
+	offer(1.2, "q", "c", outcomeUnconfirmed) // added, as its take shows
+	offer(1.3, "q", "d", outcomeFailed)
+	offer(1.4, "q", "e", outcomeUnconfirmed) // not added
+	take(2, "q", "a", outcomeOK)
+	take(2.1, "q", "b", outcomeUnconfirmed) // deleted by this consumer or another
+	take(2.2, "q", "c", outcomeOK)
+	offer(1, ResLQueue, "x", outcomeOK)
+	offer(1.1, ResLQueue, "y", outcomeOK)
+	take(2, ResLQueue, "x", outcomeOK)
+	take(2.5, ResLQueue, "y", outcomeFailed) // its lock was lost...
+	take(3, ResLQueue, "y", outcomeOK)       // ...and another consumer got it
+	if change != nil {
+		change(&b)
+	}
+	b.add(105, Event{Kind: KindQueueScan, Client: -1, Res: "q", Accepted: true})
+	b.add(105, Event{Kind: KindQueueScan, Client: -1, Res: ResLQueue, Accepted: true})
+	return b.finish()
+}
+
+func TestCheckQueue(t *testing.T) {
+	r := Check(queueHist(nil), testConfig)
+	wantProps(t, r)
+	if d := r.Counts.Data; d.Offers != 4 || d.OfferMaybe != 2 || d.Taken != 4 || d.TakeMaybe != 1 || d.Left != 0 {
+		t.Errorf("counts %+v", d)
+	}
+	if r.Counts.Grants["lqueue"] != 3+2 { // and one an item after the heal, by finish
+		t.Errorf("grants %v", r.Counts.Grants)
+	}
+	left := func(res, data, lock string) func(b *hist) {
+		return func(b *hist) { b.add(104, Event{Kind: KindQueueLeft, Client: -1, Res: res, Data: data, Detail: lock}) }
+	}
+	cases := []struct {
+		name   string
+		change func(b *hist)
+		want   []string
+		msg    string
+	}{
+		{"taken twice", func(b *hist) {
+			b.add(3, Event{Kind: KindTake, Client: 3, Gen: 1, Res: "q", Data: "a", Accepted: true})
+		}, []string{PropQueue}, `item "a" taken a second time`},
+		{"consumed twice", func(b *hist) {
+			b.add(4, Event{Kind: KindConsume, Client: 3, Gen: 1, Res: ResLQueue, Data: "x", Accepted: true})
+		}, []string{PropQueue}, `item "x" consumed a second time`},
+		{"lost", func(b *hist) {
+			b.ev = slices.DeleteFunc(b.ev, func(e Event) bool { return e.Kind == KindTake && e.Data == "a" })
+		}, []string{PropQueue}, `item "a", offered (acknowledged), was never taken and is not in the queue: lost`},
+		{"taken, never offered", func(b *hist) {
+			b.add(3, Event{Kind: KindTake, Client: 3, Gen: 1, Res: "q", Data: "z", Accepted: true})
+		}, []string{PropQueue}, `item "z" was taken, yet never offered`},
+		{"the item of a failed offer", func(b *hist) {
+			b.add(3, Event{Kind: KindTake, Client: 3, Gen: 1, Res: "q", Data: "d", Accepted: true})
+		}, []string{PropQueue}, "offered only by an Offer that failed"},
+		{"left after the drain", left("q", "e", ""), []string{PropQueue}, `item "e" is still in the queue after the drain`},
+		{"left, locked", left(ResLQueue, "y", "locked by session 0x5 (c2/1, a live session)"), []string{PropQueue}, "consumed, yet is still in the queue"},
+		{"never listed", func(b *hist) {
+			b.add(1, Event{Kind: KindOffer, Client: 1, Gen: 1, Res: "q2", Data: "m", Accepted: true})
+		}, []string{PropQueue}, "q2: never listed after the drain"},
+		{"two consumers on one item", func(b *hist) {
+			b.hold(3, 1, ResLQueue+"/y", Permit, 0, 2.45, 2.7) // while consumer 2 still held it
+		}, []string{PropExclusion}, "lqueue/y"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := Check(queueHist(c.change), testConfig)
+			wantProps(t, r, c.want...)
+			if !strings.Contains(r.Violations[0].Msg, c.msg) {
+				t.Errorf("violation %q, want one saying %q", r.Violations[0].Msg, c.msg)
+			}
+		})
+	}
+}

@@ -113,7 +113,7 @@ func explain(l []increment, final int64, failedMaybe bool) string {
 	slices.SortFunc(acked, func(a, b increment) int { return cmp.Or(cmp.Compare(a.value, b.value), cmp.Compare(a.at, b.at)) })
 	// The gaps between the acknowledged ranges, from 0 to the value, are
 	// what the unconfirmed increments must fill.
-	var gaps []int64
+	var gaps, from []int64 // each gap, and where it starts
 	prev, prevAt := int64(0), time.Duration(-1)
 	for _, in := range acked {
 		lo := in.value - in.delta
@@ -124,13 +124,13 @@ func explain(l []increment, final int64, failedMaybe bool) string {
 			return fmt.Sprintf("the acknowledged increments at %.3fs (to %d) and at %.3fs (by %d to %d) claim the same part of the count: one was lost or reported a wrong value",
 				prevAt.Seconds(), prev, in.at.Seconds(), in.delta, in.value)
 		}
-		gaps = append(gaps, lo-prev)
+		gaps, from = append(gaps, lo-prev), append(from, prev)
 		prev, prevAt = in.value, in.at
 	}
 	if final < prev {
 		return fmt.Sprintf("the value is %d, below %d, the value the acknowledged increment at %.3fs wrote: an acknowledged increment was lost", final, prev, prevAt.Seconds())
 	}
-	gaps = append(gaps, final-prev)
+	gaps, from = append(gaps, final-prev), append(from, prev)
 	var total int64
 	for _, g := range gaps {
 		total += g
@@ -142,8 +142,8 @@ func explain(l []increment, final int64, failedMaybe bool) string {
 	}
 	for i, g := range gaps {
 		if !sums[g] {
-			return fmt.Sprintf("%d is added between the acknowledged increments %d and %d (of %d) by no set of the %d unconfirmed increments: one was applied twice or lost",
-				g, i, i+1, len(acked), len(maybe))
+			return fmt.Sprintf("the count from %d to %d, which no acknowledged increment made, is made by no set of the %d unconfirmed ones: an increment was applied twice or lost",
+				from[i], from[i]+g, len(maybe))
 		}
 	}
 	return ""
