@@ -41,11 +41,17 @@ import (
 //     every few hundred milliseconds;
 //   - client 5: a writer creating, setting and deleting nodes of a small
 //     subtree; client 6: a Cache of that subtree, made again on each new
-//     session.
+//     session;
+//   - counters: AtomicLong.Add on clients 0 (WithPromotion) and 6,
+//     SharedCount increments (Count, TrySetCount) on clients 1 and 6;
+//   - a Queue (Curator's names): Offer on clients 2 and 5, Take or Poll on
+//     0 and 6; a LockingQueue: Offer on 1 and 3, Take then Consume (or
+//     Release) on 2, 4 and 5.
 //
 // After the heal: every lock workload acquires again, the Cache's copy
-// becomes the server's tree, each PersistentNode is back with its data;
-// see internal/nemesis for every property checked.
+// becomes the server's tree, each PersistentNode is back with its data, the
+// consumers drain both queues, the counters are read; see
+// internal/nemesis for every property checked.
 //
 // The short run is part of the test command (bash scripts/test.sh): about
 // 40 s of faults (every kind at least once), a minute or so in all

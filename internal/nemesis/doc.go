@@ -19,10 +19,12 @@
 //     with TryLock and Requeue, MultiLock with TryLock on path sets shared
 //     with plain Mutexes, RWMutex, Election, Semaphore with TryAcquire; a
 //     writer churning a subtree that a Cache follows; PersistentNodes with
-//     session renewal, changed and deleted by another client) run, heals
-//     everything after the last fault, waits for every workload to acquire
-//     again, for the Cache to match the server and the PersistentNodes to
-//     be back, closes the sessions and looks for nodes left behind. Each
+//     session renewal, changed and deleted by another client; AtomicLong
+//     and SharedCount increments; Queue and LockingQueue producers and
+//     consumers) run, heals everything after the last fault, waits for
+//     every workload to acquire again, for the Cache to match the server,
+//     the PersistentNodes to be back and the queues to be drained, reads
+//     the counters, closes the sessions and looks for nodes left behind. Each
 //     client is one Session, replaced by a new one when the server expired
 //     it (the recipes never reuse an expired session), or when a release
 //     could not be confirmed (ErrReleaseUnconfirmed: the node stays while
@@ -88,6 +90,21 @@
 //     owned by one of the sessions its PersistentNode was kept on, and
 //     holds the data of its last acknowledged creation or SetData, or of a
 //     later one that failed (NodeVerdict).
+//   - Counters. Each acknowledged increment (positive, from 0) returned
+//     the value it wrote and owns the range (value-delta, value] alone,
+//     and the value after the heal is the acknowledged sum plus that of
+//     some of the unconfirmed ones (ErrWriteUnconfirmed), each once, the
+//     rest of the count in each gap between acknowledged ranges too: no
+//     acknowledged increment lost, none applied twice (counterCheck).
+//   - Queues. Every item's data is unique. Nothing is taken (Queue) or
+//     consumed (LockingQueue) that no Offer offered (a failed Offer adds
+//     nothing), nothing twice; every acknowledged offer is taken or
+//     consumed by the end of the drain after the heal, and nothing is
+//     left (queueCheck). A LockingQueue item's take is a holding of
+//     "lqueue/<item>" with one permit, so the exclusion check finds two
+//     consumers on one item at once (unless the first saw Lost close), and
+//     after a failed take or consume the orphan check finds a lock its
+//     session kept.
 //
 // On a violation, Timeline shows the events around it.
 package nemesis
