@@ -86,20 +86,24 @@ func counterCheck(events []Event) ([]Violation, DataCounts) {
 			}
 			continue
 		}
-		if msg := explain(l, f.Value, false); msg != "" {
-			if explain(l, f.Value, true) == "" {
+		if at, msg := explain(l, f.Value, false); msg != "" {
+			if _, m := explain(l, f.Value, true); m == "" {
 				msg += "; counting the increments that failed (reported not applied) as perhaps applied would explain it"
 			}
-			bad(f.At, "%s", msg)
+			if at < 0 {
+				at = f.At
+			}
+			bad(at, "%s", msg)
 		}
 	}
 	return out, c
 }
 
 // explain says why the increments l do not make the value final ("" if
-// they do). With failedMaybe, increments that failed count as perhaps
-// applied, like the unconfirmed ones.
-func explain(l []increment, final int64, failedMaybe bool) string {
+// they do), and when the first increment at fault returned (-1 if none
+// is). With failedMaybe, increments that failed count as perhaps applied,
+// like the unconfirmed ones.
+func explain(l []increment, final int64, failedMaybe bool) (time.Duration, string) {
 	var acked []increment
 	var maybe []int64
 	for _, in := range l {
@@ -119,16 +123,16 @@ func explain(l []increment, final int64, failedMaybe bool) string {
 		lo := in.value - in.delta
 		if lo < prev {
 			if prevAt < 0 {
-				return fmt.Sprintf("the increment by %d at %.3fs reported the value %d, below its delta", in.delta, in.at.Seconds(), in.value)
+				return in.at, fmt.Sprintf("the increment by %d at %.3fs reported the value %d, below its delta", in.delta, in.at.Seconds(), in.value)
 			}
-			return fmt.Sprintf("the acknowledged increments at %.3fs (to %d) and at %.3fs (by %d to %d) claim the same part of the count: one was lost or reported a wrong value",
+			return max(in.at, prevAt), fmt.Sprintf("the acknowledged increments at %.3fs (to %d) and at %.3fs (by %d to %d) claim the same part of the count: one was lost or reported a wrong value",
 				prevAt.Seconds(), prev, in.at.Seconds(), in.delta, in.value)
 		}
 		gaps, from = append(gaps, lo-prev), append(from, prev)
 		prev, prevAt = in.value, in.at
 	}
 	if final < prev {
-		return fmt.Sprintf("the value is %d, below %d, the value the acknowledged increment at %.3fs wrote: an acknowledged increment was lost", final, prev, prevAt.Seconds())
+		return prevAt, fmt.Sprintf("the value is %d, below %d, the value the acknowledged increment at %.3fs wrote: an acknowledged increment was lost", final, prev, prevAt.Seconds())
 	}
 	gaps, from = append(gaps, final-prev), append(from, prev)
 	var total int64
@@ -137,16 +141,16 @@ func explain(l []increment, final int64, failedMaybe bool) string {
 	}
 	sums := subsetSums(maybe, total)
 	if !sums[total] {
-		return fmt.Sprintf("the value is %d; the acknowledged increments make %d, and no set of the %d unconfirmed ones makes the other %d: an increment was lost or applied twice",
+		return -1, fmt.Sprintf("the value is %d; the acknowledged increments make %d, and no set of the %d unconfirmed ones makes the other %d: an increment was lost or applied twice",
 			final, final-total, len(maybe), total)
 	}
 	for i, g := range gaps {
 		if !sums[g] {
-			return fmt.Sprintf("the count from %d to %d, which no acknowledged increment made, is made by no set of the %d unconfirmed ones: an increment was applied twice or lost",
+			return -1, fmt.Sprintf("the count from %d to %d, which no acknowledged increment made, is made by no set of the %d unconfirmed ones: an increment was applied twice or lost",
 				from[i], from[i]+g, len(maybe))
 		}
 	}
-	return ""
+	return -1, ""
 }
 
 // subsetSums reports, for each sum from 0 to most, whether a subset of ds

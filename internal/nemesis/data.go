@@ -173,7 +173,7 @@ func (w *dataWorker) bind(s *zkrecipes.Session) func(ctx context.Context, gen in
 				r.fail(id, gen, res, op, err)
 			}
 			r.h.Record(e)
-			sleep(ctx, w.between(20, 100))
+			sleep(ctx, w.between(50, 150))
 		}
 	case dataOffer, dataLQOffer:
 		op, offer := OpOffer, zkrecipes.NewQueue(s, path).Offer
