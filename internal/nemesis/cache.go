@@ -211,7 +211,11 @@ loop:
 	}
 	if err == nil || errors.Is(err, zkrecipes.ErrCacheClosed) {
 		cache.Close()
-		_, err = drain()
+		// What is queued, then the end: ErrCacheClosed, or the
+		// session's end if it came first.
+		if _, err := drain(); err != nil && !errors.Is(err, zkrecipes.ErrCacheClosed) {
+			r.fail(f.c.id, gen, ResCache, OpCacheNext, err)
+		}
 	} else {
 		r.fail(f.c.id, gen, ResCache, OpCacheNext, err) // the session is over
 		cache.Close()
