@@ -103,6 +103,16 @@ var nemesisKnown = []struct{ property, contains, finding string }{
 	// ErrNotHeld. The lock, the live session's, keeps every consumer off
 	// the item until that session ends.
 	{nemesis.PropOrphan, "lqueue.consume failed, yet left", "LockingQueue: Consume after a strict-mode Lost leaves the lock of a live session"},
+	// Found by the nemesis (seed 13, on a delayed or paused link): an
+	// Offer whose ctx ends while its create is in flight returns the bare
+	// context error, which its documentation reads as "nothing added",
+	// yet the item was added and taken: the create's answer came after
+	// the deadline and a consumer took the item before the clean-up
+	// delete (Session.createWait ignores that the delete found nothing),
+	// or the answer never came (the connection was lost after the
+	// deadline) and createWait returns ctx.Err() rather than an error
+	// wrapping ErrWriteUnconfirmed. Queue and LockingQueue both.
+	{nemesis.PropQueue, "offered only by an Offer that failed", "Queue/LockingQueue: a cancelled Offer may add its item yet return a bare context error"},
 }
 
 // knownFinding returns the finding that explains v, or "".
