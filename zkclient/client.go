@@ -365,7 +365,8 @@ func (c *Client) run(cn *conn) {
 	}
 }
 
-// suspend records that the connection cn dropped.
+// suspend records that the connection cn dropped (once: the failing
+// connection and the loop that served it both call it).
 func (c *Client) suspend(cn *conn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -572,3 +572,33 @@ func TestConfirmed(t *testing.T) {
 		t.Fatalf("confirmed only %v ago over a link of 800ms round trip", age)
 	}
 }
+
+// A request that fails with a connection loss finds the client already
+// suspended: a caller that then waits for the connection (to send again)
+// waits for a new one instead of sending into the dead one.
+func TestSuspendedBeforeLossReported(t *testing.T) {
+	e := newEnv(t)
+	px := e.proxy()
+	c := e.connectTo(px.Addr())
+	defer c.Close()
+	p := e.base + "/n"
+	if _, err := c.Create(e.ctx, p, nil, zkclient.Persistent, all); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		px.CutOnRequest(4, false) // getData, dropped
+		_, _, err := c.Get(e.ctx, p)
+		if !errors.Is(err, zkclient.ErrConnectionLoss) {
+			t.Fatalf("round %d: Get through a cut = %v, want ErrConnectionLoss", i, err)
+		}
+		if st := c.State(); st.Live() {
+			t.Fatalf("round %d: state %v when the loss was reported, want suspended", i, st)
+		}
+		if err := c.WaitConnected(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.Get(e.ctx, p); err != nil {
+			t.Fatalf("round %d: Get after WaitConnected: %v", i, err)
+		}
+	}
+}

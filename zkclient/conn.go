@@ -340,6 +340,12 @@ func (cn *conn) fail(err error) {
 	cn.pending, cn.authWait, cn.out, cn.pings = nil, nil, nil, nil
 	cn.mu.Unlock()
 	cn.nc.Close()
+	if cn.c != nil {
+		// Suspended before any caller learns of the loss, so that a
+		// caller who waits for the connection to come back (and then
+		// sends again) does not find this dead one still up.
+		cn.c.suspend(cn)
+	}
 	e := connLoss(err)
 	for _, cl := range pending {
 		cl.complete(e)
