@@ -248,9 +248,10 @@ func (it *QueueItem) finish(op string) error {
 
 // Consume removes the item from the queue: it deletes the item and its lock
 // in one transaction, retried across connection loss. It fails with an
-// error wrapping ErrNodeLost if the lock was lost before (another consumer
-// may have the item now), and with ErrNotHeld if the item was already
-// consumed or released.
+// error wrapping ErrNodeLost if the lock was lost before (Lost closed):
+// the item is then not consumed, the lock is deleted if it is still this
+// session's, and another consumer may have the item now. It fails with
+// ErrNotHeld if the item was already consumed or released.
 func (it *QueueItem) Consume(ctx context.Context) error {
 	if err := it.finish("consume"); err != nil {
 		return err
@@ -270,7 +271,14 @@ func (it *QueueItem) consume(ctx context.Context) error {
 		if err := s.Err(); err != nil {
 			return err
 		}
-		return fmt.Errorf("%w: %s", ErrNodeLost, lock)
+		// Lost while the session lives (strict mode's margin, or the
+		// lock deleted): not consumed. A lock still ours would keep every
+		// other consumer off the item until the session ends, so it is
+		// given back, as Release does.
+		if err := it.unlock(ctx); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %s (the item is back in the queue)", ErrNodeLost, lock)
 	default:
 	}
 	cctx, cancel := s.cleanupContext(ctx)
@@ -306,9 +314,18 @@ func (it *QueueItem) Release(ctx context.Context) error {
 		return err
 	}
 	it.h.end()
+	if err := it.unlock(ctx); err != nil {
+		return fmt.Errorf("zkrecipes: release %s/%s: %w", it.q.entries, it.name, err)
+	}
+	return nil
+}
+
+// unlock deletes the item's lock if it is still this session's (even if
+// ctx is already cancelled, bounded by the session timeout).
+func (it *QueueItem) unlock(ctx context.Context) error {
 	s, lock := it.q.s, it.q.taken+"/"+it.name
 	if err := s.Err(); err != nil {
-		return fmt.Errorf("zkrecipes: release %s/%s: %w", it.q.entries, it.name, err)
+		return err
 	}
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
@@ -317,7 +334,7 @@ func (it *QueueItem) Release(ctx context.Context) error {
 		err = s.remove(cctx, lock)
 	}
 	if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
-		return fmt.Errorf("zkrecipes: release %s/%s: %w", it.q.entries, it.name, err)
+		return err
 	}
 	return nil
 }

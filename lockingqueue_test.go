@@ -190,3 +190,36 @@ func TestLockingQueueTakeCancelled(t *testing.T) {
 	e.empty(path + "/entries")
 	e.empty(path + "/taken")
 }
+
+// A consumer whose item lock is reported lost while its session lives (a
+// strict margin passed on a silent link) cannot Consume it, and gives the
+// item back: another consumer takes it at once, not when the first
+// session ends. (Found by the nemesis, seeds 3 and 7.)
+func TestLockingQueueConsumeAfterLost(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, time.Minute)
+	path := e.path + "/q"
+	px := e.proxy()
+	a := zkrecipes.NewLockingQueue(e.sessionOn([]string{px.Addr()}, zkrecipes.WithStrict(), zkrecipes.WithSessionTimeout(4*time.Second)), path)
+	b := zkrecipes.NewLockingQueue(e.session(), path)
+	must(t, b.Offer(ctx, []byte("job")), "Offer")
+	it, err := a.Take(ctx)
+	must(t, err, "a: Take")
+	px.Blackhole()
+	closed(t, it.Lost(), "the item's Lost on a silent link")
+	px.Pass()
+	px.Cut()
+	if err := it.Consume(ctx); !errors.Is(err, zkrecipes.ErrNodeLost) {
+		t.Fatalf("Consume after Lost = %v, want ErrNodeLost", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 3*time.Second) // well inside a's session timeout
+	defer cancel()
+	got, err := b.Take(tctx)
+	if err != nil {
+		t.Fatalf("b: Take of the item given back: %v", err)
+	}
+	if string(got.Data()) != "job" {
+		t.Errorf("b took %q", got.Data())
+	}
+	must(t, got.Consume(ctx), "b: Consume")
+}

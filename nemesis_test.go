@@ -95,24 +95,9 @@ var nemesisFaults = nemesis.AllFaults
 // test, each with the finding that explains it: a property, and a text its
 // message contains. Remove an entry once its finding is fixed.
 var nemesisKnown = []struct{ property, contains, finding string }{
-	// Found by the nemesis (seed 3): a LockingQueue consumer whose Lost
-	// closed in strict mode (its member stalled for about the strict
-	// margin) while its session lived on calls Consume, which returns
-	// ErrNodeLost ("another consumer may have the item now") without
-	// deleting its lock node; the item is marked done, so Release returns
-	// ErrNotHeld. The lock, the live session's, keeps every consumer off
-	// the item until that session ends.
-	{nemesis.PropOrphan, "lqueue.consume failed, yet left", "LockingQueue: Consume after a strict-mode Lost leaves the lock of a live session"},
-	// Found by the nemesis (seed 13, on a delayed or paused link): an
-	// Offer whose ctx ends while its create is in flight returns the bare
-	// context error, which its documentation reads as "nothing added",
-	// yet the item was added and taken: the create's answer came after
-	// the deadline and a consumer took the item before the clean-up
-	// delete (Session.createWait ignores that the delete found nothing),
-	// or the answer never came (the connection was lost after the
-	// deadline) and createWait returns ctx.Err() rather than an error
-	// wrapping ErrWriteUnconfirmed. Queue and LockingQueue both.
-	{nemesis.PropQueue, "offered only by an Offer that failed", "Queue/LockingQueue: a cancelled Offer may add its item yet return a bare context error"},
+	// None open. Fixed: a LockingQueue Consume after a strict-mode Lost
+	// left the live session's lock (seeds 3, 7); a cancelled Offer could
+	// add its item yet return the bare context error (seed 13).
 }
 
 // knownFinding returns the finding that explains v, or "".

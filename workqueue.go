@@ -100,7 +100,9 @@ func NewQueue(s *Session, path string, opts ...QueueOption) *Queue {
 
 // Offer adds an item at the back of the queue: one create. If ctx ends
 // before the create is answered, the item is deleted if it was made, so a
-// cancelled Offer adds nothing. If the connection breaks while the create
+// cancelled Offer adds nothing, unless a consumer took the item before it
+// could be withdrawn: Offer then returns nil (the item was offered, and
+// taken once); when it cannot tell, an error wrapping ErrWriteUnconfirmed. If the connection breaks while the create
 // is in flight, the item may or may not have been added (its name is
 // chosen by the server, so it cannot be found again), and Offer returns an
 // error wrapping ErrWriteUnconfirmed: offer it again only if a duplicate is
@@ -147,7 +149,7 @@ func offerItem(ctx context.Context, s *Session, dir, name string, data []byte, e
 		if err := s.awaitUp(ctx); err != nil {
 			return err
 		}
-		p, err := s.create(ctx, dir+"/"+name, data, zkclient.PersistentSequential)
+		p, err := offerCreate(ctx, s, dir+"/"+name, data)
 		switch {
 		case err == nil:
 			if seq, ok := parseSeq(p[len(p)-min(len(p), 10):]); !ok || seq < 0 {
@@ -168,6 +170,41 @@ func offerItem(ctx context.Context, s *Session, dir, name string, data []byte, e
 			return err
 		}
 	}
+}
+
+// offerCreate sends the create of an item. If ctx ends before its answer,
+// it waits on (bounded by the session timeout) to learn what happened and
+// withdraws the item if it was made: it returns ctx's error when nothing
+// was added (the create failed, or its item was deleted again), the item's
+// path and no error when a consumer took the item before it could be
+// withdrawn (it was offered, and taken once), and an error wrapping
+// ErrWriteUnconfirmed when it cannot tell.
+func offerCreate(ctx context.Context, s *Session, p string, data []byte) (string, error) {
+	call := s.startCreate(p, data, zkclient.PersistentSequential)
+	r, err := call.Wait(ctx)
+	if err == nil || ctx.Err() == nil {
+		return r.Path, err
+	}
+	cctx, cancel := s.cleanupContext(ctx)
+	defer cancel()
+	r, err = call.Wait(cctx)
+	switch {
+	case errors.Is(err, ErrConnectionLoss) || cctx.Err() != nil:
+		return "", unconfirmed(p, ctx.Err())
+	case err != nil:
+		return "", ctx.Err() // refused: nothing was made
+	}
+	s.stats.deletes.Add(1)
+	// One attempt: after a lost answer a second one could not tell our
+	// delete from a consumer's.
+	err = s.c.Delete(cctx, r.Path, -1)
+	switch {
+	case err == nil:
+		return "", ctx.Err()
+	case errors.Is(err, zkclient.ErrNoNode):
+		return r.Path, nil
+	}
+	return "", unconfirmed(r.Path, fmt.Errorf("%w (withdrawing it: %v)", ctx.Err(), err))
 }
 
 // Take removes the item at the front of the queue and returns its data,
