@@ -22,8 +22,9 @@ var (
 	// across it where that is safe and only return it when they cannot.
 	ErrConnectionLoss error = zkclient.ErrConnectionLoss
 
-	// ErrReleaseUnconfirmed means a release (Unlock, Resign, Leave, or the
-	// clean-up of a failed acquire) could not be confirmed within the
+	// ErrReleaseUnconfirmed means a release (Unlock, Resign, Leave, a
+	// LockingQueue Consume, or the clean-up of a failed acquire) could not
+	// be confirmed within the
 	// session timeout although the session lives (a lost quorum expires
 	// no session): the node may still be there. The Session goes on
 	// deleting it in the background until it is gone or the session ends.

@@ -140,3 +140,12 @@ func (e *env) mkdirs(p string) {
 		}
 	}
 }
+
+// afterHold returns the server's watch count once a holding just taken has
+// set the watch on its own node (sent after the lock call returned), given
+// the count before that lock call: a baseline for counting waiters' watches.
+func (e *env) afterHold(before int) int {
+	e.t.Helper()
+	e.waitFor("the holder's watch on its own node", func() bool { return e.watches() >= before+1 })
+	return e.watches()
+}

@@ -250,8 +250,12 @@ func (it *QueueItem) finish(op string) error {
 // in one transaction, retried across connection loss. It fails with an
 // error wrapping ErrNodeLost if the lock was lost before (Lost closed):
 // the item is then not consumed, the lock is deleted if it is still this
-// session's, and another consumer may have the item now. It fails with
-// ErrNotHeld if the item was already consumed or released.
+// session's, and another consumer may have the item now. When the server
+// does not answer within the session timeout, the item may or may not be
+// consumed: the error wraps ErrReleaseUnconfirmed, and the lock is deleted
+// in the background (if it is still this session's) once the server
+// answers, so that the item is not stuck while the session lives. It fails
+// with ErrNotHeld if the item was already consumed or released.
 func (it *QueueItem) Consume(ctx context.Context) error {
 	if err := it.finish("consume"); err != nil {
 		return err
@@ -259,6 +263,16 @@ func (it *QueueItem) Consume(ctx context.Context) error {
 	err := it.consume(ctx)
 	it.h.end()
 	if err != nil {
+		if it.q.s.Err() == nil {
+			// Not confirmed (no answer within the session timeout): the
+			// item may still be there, locked by a session that lives on
+			// and no longer works on it. Give it back once the server
+			// answers, or the next consumer waits for this session's end.
+			it.q.s.removeLater(it.unlock)
+			if !errors.Is(err, ErrNodeLost) {
+				err = fmt.Errorf("%w: giving the item back in the background (%w)", ErrReleaseUnconfirmed, err)
+			}
+		}
 		return fmt.Errorf("zkrecipes: consume %s/%s: %w", it.q.entries, it.name, err)
 	}
 	return nil
@@ -329,12 +343,27 @@ func (it *QueueItem) unlock(ctx context.Context) error {
 	}
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
-	st, err := s.stat(cctx, lock)
-	if err == nil && st.EphemeralOwner == s.ID() {
-		err = s.remove(cctx, lock)
+	for {
+		st, err := s.stat(cctx, lock)
+		if errors.Is(err, zkclient.ErrNoNode) || err == nil && st.EphemeralOwner != s.ID() {
+			return nil // gone, or another consumer's
+		}
+		if err != nil {
+			return err
+		}
+		// One delete, then look again: a delete sent again after a lost
+		// answer could remove another consumer's lock of the same name.
+		s.stats.deletes.Add(1)
+		err = s.c.Delete(cctx, lock, -1)
+		switch {
+		case err == nil, errors.Is(err, zkclient.ErrNoNode):
+			return nil
+		case errors.Is(err, ErrConnectionLoss):
+			if err := s.awaitUp(cctx); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
 	}
-	if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
-		return err
-	}
-	return nil
 }

@@ -275,9 +275,10 @@ func TestMutexNoHerd(t *testing.T) {
 	lock := e.path + "/lock"
 	ctx := ctxTimeout(t, 3*time.Minute)
 	holder := zkrecipes.NewMutex(e.session(), lock)
+	unheld := e.watches()
 	must(t, holder.Lock(ctx), "holder: Lock")
 
-	baseline := e.watches()
+	baseline := e.afterHold(unheld)
 	sessions := make([]*zkrecipes.Session, waiters)
 	for i := range sessions {
 		sessions[i] = e.session()

@@ -152,9 +152,10 @@ func TestRWMutexWriterNotStarved(t *testing.T) {
 	lock := e.path + "/rw"
 	ctx := ctxTimeout(t, time.Minute)
 	r0, w1, r2 := zkrecipes.NewRWMutex(e.session(), lock), zkrecipes.NewRWMutex(e.session(), lock), zkrecipes.NewRWMutex(e.session(), lock)
+	before := e.watches()
 	must(t, r0.RLock(ctx), "r0: RLock")
 
-	base := e.watches()
+	base := e.afterHold(before)
 	w1done := async(func() error { return w1.Lock(ctx) })
 	e.waitFor("w1 to watch r0", func() bool { return e.watches() >= base+1 })
 	r2done := async(func() error { return r2.RLock(ctx) })
@@ -185,8 +186,9 @@ func TestRWMutexReleaseWakesOnlyNewHolders(t *testing.T) {
 	lock := e.path + "/rw"
 	ctx := ctxTimeout(t, time.Minute)
 	w0 := zkrecipes.NewRWMutex(e.session(), lock)
+	unheld := e.watches()
 	must(t, w0.Lock(ctx), "W0: Lock")
-	base := e.watches()
+	base := e.afterHold(unheld)
 
 	roles := []string{"R1", "R2", "R3", "W4", "R5", "R6"}
 	ss := make([]*zkrecipes.Session, len(roles))

@@ -294,6 +294,12 @@ func (w *dataWorker) lqTake(ctx context.Context, gen int32, q *zkrecipes.Locking
 		r.fail(id, gen, ResLQueue, OpLQConsume, err)
 	}
 	r.h.Record(e)
+	if errors.Is(err, zkrecipes.ErrReleaseUnconfirmed) {
+		// The lock goes in the background, or with the session: closed
+		// now, as for a lock's unconfirmed release.
+		w.c.retire(gen)
+		return
+	}
 	if err != nil {
 		// The lock must be gone (or another session's), as Lost promises
 		// ("once it is closed another consumer may take the item"). This
