@@ -495,7 +495,7 @@ func (c *Cache) sync(ctx context.Context) error {
 		}
 		c.prune(v.path, l.Names)
 		for _, name := range l.Names {
-			todo = append(todo, visit{path: childPath(v.path, name), parentCzxid: l.Stat.Czxid, listed: v.list.Zxid()})
+			todo = append(todo, visit{path: zkpath.Join(v.path, name), parentCzxid: l.Stat.Czxid, listed: v.list.Zxid()})
 		}
 	}
 	c.passes.Add(1)
@@ -537,7 +537,7 @@ func (c *Cache) probe(ctx context.Context, named map[string]bool) error {
 	}
 	all := make(map[string]bool, len(named))
 	for p := range named {
-		for q := p; !all[q]; q = parentPath(q) {
+		for q := p; !all[q]; q = zkpath.Parent(q) {
 			all[q] = true
 			if q == c.root {
 				break
@@ -597,7 +597,7 @@ func (c *Cache) probe(ctx context.Context, named map[string]bool) error {
 		}
 		found[p] = seen{n.Stat.Czxid, zxid}
 		if p != c.root {
-			up, ok := found[parentPath(p)]
+			up, ok := found[zkpath.Parent(p)]
 			if !ok || !c.placeable(p, up.czxid, up.zxid, n.Stat.Czxid) {
 				c.deferred.Add(1)
 				continue // its events are still to come (see placeable)
@@ -638,7 +638,7 @@ func pathDepth(p string) int {
 func (c *Cache) placeable(path string, parentCzxid, zxid, czxid int64) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	up := c.nodes[parentPath(path)]
+	up := c.nodes[zkpath.Parent(path)]
 	return up != nil && up.stat.Czxid == parentCzxid && czxid <= zxid
 }
 
@@ -663,7 +663,7 @@ func (c *Cache) put(path string, data []byte, st zkclient.Stat) {
 	}
 	var up *cachedNode
 	if path != c.root {
-		if up = c.nodes[parentPath(path)]; up == nil {
+		if up = c.nodes[zkpath.Parent(path)]; up == nil {
 			return // never: reads are placed under a parent first
 		}
 	}
@@ -692,7 +692,7 @@ func (c *Cache) prune(path string, names []string) {
 	}
 	for k := range n.kids {
 		if !keep[k] {
-			c.removeLocked(childPath(path, k))
+			c.removeLocked(zkpath.Join(path, k))
 		}
 	}
 }
@@ -710,10 +710,10 @@ func (c *Cache) removeLocked(path string) {
 		return
 	}
 	for k := range n.kids {
-		c.removeLocked(childPath(path, k))
+		c.removeLocked(zkpath.Join(path, k))
 	}
 	delete(c.nodes, path)
-	if up := c.nodes[parentPath(path)]; up != nil && path != c.root {
+	if up := c.nodes[zkpath.Parent(path)]; up != nil && path != c.root {
 		delete(up.kids, path[strings.LastIndexByte(path, '/')+1:])
 	}
 	c.emitLocked(CacheEvent{Type: CacheDeleted, Path: path, Data: n.data, Stat: n.stat})
@@ -742,21 +742,4 @@ func (c *Cache) covers(p string) bool {
 		return true
 	}
 	return strings.HasPrefix(p, c.root+"/")
-}
-
-// childPath returns the path of the child name of dir.
-func childPath(dir, name string) string {
-	if dir == "/" {
-		return "/" + name
-	}
-	return dir + "/" + name
-}
-
-// parentPath returns the path of p's parent ("/" for a child of the root).
-func parentPath(p string) string {
-	i := strings.LastIndexByte(p, '/')
-	if i <= 0 {
-		return "/"
-	}
-	return p[:i]
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
@@ -155,7 +156,7 @@ func (s *Session) deleteTree(ctx context.Context, p string) error {
 			return err
 		}
 		for _, k := range kids {
-			if err := s.deleteTree(ctx, join(p, k)); err != nil {
+			if err := s.deleteTree(ctx, zkpath.Join(p, k)); err != nil {
 				return err
 			}
 		}

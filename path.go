@@ -34,11 +34,3 @@ func parents(p string) []string {
 	}
 	return out
 }
-
-// join returns the path of the child name of p.
-func join(p, name string) string {
-	if p == "/" {
-		return "/" + name
-	}
-	return p + "/" + name
-}

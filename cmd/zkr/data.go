@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
@@ -118,7 +119,7 @@ PATH, depth first, as full paths (PATH itself first).`,
 							return err
 						}
 						for _, k := range kids {
-							if err := walk(childPath(p, k)); err != nil {
+							if err := walk(zkpath.Join(p, k)); err != nil {
 								return err
 							}
 						}
@@ -152,14 +153,6 @@ PATH, depth first, as full paths (PATH itself first).`,
 	cmd.Flags().BoolVarP(&recursive, "recursive", "R", false, "list every node under PATH, as full paths")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON list")
 	return cmd
-}
-
-// childPath is the path of child name of p.
-func childPath(p, name string) string {
-	if p == "/" {
-		return "/" + name
-	}
-	return p + "/" + name
 }
 
 // nodeView is a node as get --json and stat show it.

@@ -47,3 +47,21 @@ func Check(p string) error {
 	}
 	return nil
 }
+
+// Join returns the path of the child name of p ("/name" under the root).
+func Join(p, name string) string {
+	if p == "/" {
+		return "/" + name
+	}
+	return p + "/" + name
+}
+
+// Parent returns the path of p's parent ("/" for a child of the root and
+// for the root itself).
+func Parent(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}

@@ -14,3 +14,21 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestJoinParent(t *testing.T) {
+	for _, c := range []struct{ dir, name, joined string }{
+		{"/", "a", "/a"},
+		{"/a", "b", "/a/b"},
+		{"/a/b", "c", "/a/b/c"},
+	} {
+		if got := Join(c.dir, c.name); got != c.joined {
+			t.Errorf("Join(%q, %q) = %q, want %q", c.dir, c.name, got, c.joined)
+		}
+		if got := Parent(c.joined); got != c.dir {
+			t.Errorf("Parent(%q) = %q, want %q", c.joined, got, c.dir)
+		}
+	}
+	if got := Parent("/"); got != "/" {
+		t.Errorf("Parent of the root = %q", got)
+	}
+}
