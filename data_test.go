@@ -200,3 +200,40 @@ func TestHeldOp(t *testing.T) {
 		t.Errorf("Multi after Resign = %v, want ErrNotHeld", err)
 	}
 }
+
+// DeleteTree deletes children that another client adds while it works
+// (a bounded number: against a writer that never stops, it cannot finish).
+func TestDeleteTreeWhileChildrenAppear(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, time.Minute)
+	s, other := e.session(), e.session()
+	root := e.path + "/tree"
+	for i := range 50 {
+		must2(t)(s.Create(ctx, root+"/"+string(rune('a'+i%26))+string(rune('a'+i/26)), nil, zkrecipes.WithParents()))
+	}
+	stop := make(chan struct{})
+	added := make(chan int)
+	go func() {
+		n := 0
+		defer func() { added <- n }()
+		for n < 30 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := other.Create(ctx, root+"/new-", nil, zkrecipes.WithCreateMode(zkclient.PersistentSequential)); err != nil {
+				return // the tree is gone
+			}
+			n++
+		}
+	}()
+	err := s.DeleteTree(ctx, root)
+	close(stop)
+	n := <-added
+	must(t, err, "DeleteTree with children appearing")
+	if ok, _ := s.Exists(ctx, root); ok {
+		t.Errorf("DeleteTree left %s (%d children were added meanwhile)", root, n)
+	}
+	t.Logf("%d children added while deleting", n)
+}
