@@ -134,7 +134,8 @@ func (s *Session) Delete(ctx context.Context, path string, version int32) error 
 
 // DeleteTree deletes the node and everything under it, whatever the
 // versions, children first. Nodes that others create under it meanwhile
-// are deleted too, until none is left; a node already gone counts as
+// are deleted too, until none is left (so it does not finish against a
+// writer that never stops adding); a node already gone counts as
 // deleted, and a path that does not exist is an error wrapping
 // zkclient.ErrNoNode. It is not atomic: a failure (ErrNoAuth, a lost
 // session) can leave part of the tree. It costs one listing and one delete
