@@ -119,11 +119,7 @@ func TestSASL(t *testing.T) {
 	})
 
 	t.Run("Reconnect", func(t *testing.T) {
-		px, err := zktest.NewProxy(cluster.Addr(0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer px.Close()
+		px := zktest.NewProxyT(t, cluster.Addr(0))
 		c := connect(t, px.Addr(), bob)
 		if _, err := c.Create(ctx, "/sasl-reconnect", []byte("x"), zkclient.Persistent, zkclient.SASLACL(zkclient.PermAll, "bob")); err != nil {
 			t.Fatal(err)
@@ -158,11 +154,7 @@ func TestSASLRequired(t *testing.T) {
 	cluster := zktest.StartT(t, zktest.Options{SASLUsers: saslUsers, RequireSASL: true})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	px, err := zktest.NewProxy(cluster.Addr(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
+	px := zktest.NewProxyT(t, cluster.Addr(0))
 	c, err := zkclient.Connect(ctx, []string{px.Addr()}, zkclient.WithSessionTimeout(4*time.Second),
 		zkclient.WithSASL(zkclient.DigestMD5("bob", "bob-secret")), zkclient.WithDigestAuth("carol", "pw"))
 	if err != nil {

@@ -30,6 +30,24 @@ func StartT(tb testing.TB, opts Options) *Cluster {
 	return c
 }
 
+// NewProxyT starts a proxy to target like NewProxy and closes it when the
+// test ends (tb.Cleanup), reporting an error of Close; a failure to start
+// fails the test. A cleanup the test registers later runs before the
+// proxy closes, so a client closed there still reaches its server.
+func NewProxyT(tb testing.TB, target string) *Proxy {
+	tb.Helper()
+	p, err := NewProxy(target)
+	if err != nil {
+		tb.Fatalf("%v", err)
+	}
+	tb.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			tb.Errorf("%v", err)
+		}
+	})
+	return p
+}
+
 // SkipOrFail reports err, typically the error of a server started once in
 // TestMain, to one test. It does nothing when err is nil. When err says that
 // Java or ZooKeeper is not installed (as the errors of Available and Start
