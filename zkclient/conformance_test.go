@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zkserver"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -28,8 +26,7 @@ import (
 // a real ZooKeeper is started for this test (skipped without Java, as
 // zktest does).
 func TestClientConformance(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	checkLeaks(t)
 	var realAddr string
 	if os.Getenv(zktest.ServerEnv) == "zkserver" {
 		t.Setenv(zktest.ServerEnv, "zookeeper")

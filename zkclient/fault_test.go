@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
@@ -60,8 +58,7 @@ var fakePasswd = []byte("0123456789abcdef")
 // test fails if a goroutine is left behind (the client's, or the fake's).
 func startFake(t *testing.T, behave func(n int, fc *fakeConn)) *fakeZK {
 	t.Helper()
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	checkLeaks(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

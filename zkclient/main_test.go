@@ -54,11 +54,17 @@ type env struct {
 	ctx  context.Context
 }
 
+// checkLeaks fails the test if goroutines it started are left once the
+// cleanups registered after checkLeaks have run.
+func checkLeaks(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+}
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	zktest.SkipOrFail(t, sharedErr)
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	checkLeaks(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	e := &env{t: t, addr: shared.Addr(0), base: "/zkclient/" + unsafeChars.ReplaceAllString(t.Name(), "_"), ctx: ctx}

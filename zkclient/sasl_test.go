@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -25,8 +23,7 @@ var saslUsers = map[string]string{"bob": "bob-secret", "alice": "alice \"quoted\
 // exchange the node would be refused).
 func TestSASL(t *testing.T) {
 	zktest.SkipOrFail(t, sharedErr)
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	checkLeaks(t)
 	cluster := zktest.StartT(t, zktest.Options{SASLUsers: saslUsers})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -149,8 +146,7 @@ func TestSASL(t *testing.T) {
 // client without SASL gets ErrSASLRequired.
 func TestSASLRequired(t *testing.T) {
 	zktest.SkipOrFail(t, sharedErr)
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	checkLeaks(t)
 	cluster := zktest.StartT(t, zktest.Options{SASLUsers: saslUsers, RequireSASL: true})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
