@@ -140,21 +140,6 @@ func (r *runner) deleteNode(ctx context.Context, c *client, p string) {
 	r.h.Record(Event{Kind: KindNodeDelete, Client: c.id, Gen: ref.gen, Res: ResNode, Path: p, Accepted: err == nil})
 }
 
-// waitQuiet waits until the workloads counted by quiet have stopped
-// changing their data, or deadline passes, and reports true; false if ctx
-// was done first. Until quiet's count is zero, a goroutine waits for it.
-func waitQuiet(ctx context.Context, quiet *sync.WaitGroup, deadline time.Time) bool {
-	done := make(chan struct{})
-	go func() { quiet.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Until(deadline)):
-	case <-ctx.Done():
-		return false
-	}
-	return true
-}
-
 // checkNodes waits, after the heal, for the keepers to stop changing their
 // nodes, then reads each node from the server until it is as NodeVerdict
 // wants it, or ProgressBound has passed since the heal, and records what
