@@ -316,9 +316,7 @@ func TestPersistentRecursiveWatch(t *testing.T) {
 // for a change made meanwhile (setWatches2 with the last zxid seen).
 func TestWatchRestoredAfterReconnect(t *testing.T) {
 	e := newEnv(t)
-	px := e.proxy()
-	c := e.connectTo(px.Addr())
-	defer c.Close()
+	c, px := e.connectProxied()
 	other := e.connect()
 	defer other.Close()
 	ctx := e.ctx
@@ -357,21 +355,6 @@ func TestWatchRestoredAfterReconnect(t *testing.T) {
 		}
 		if ev.Type != zkclient.EventNodeChildrenChanged {
 			t.Fatalf("persistent watch after reconnect: %+v", ev)
-		}
-	}
-}
-
-func waitState(t *testing.T, s *zkclient.StateStream, want zkclient.State) zkclient.StateEvent {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	for {
-		ev, err := s.Next(ctx)
-		if err != nil {
-			t.Fatalf("waiting for %v: %v", want, err)
-		}
-		if ev.State == want {
-			return ev
 		}
 	}
 }
@@ -424,9 +407,7 @@ func TestExpiry(t *testing.T) {
 // requests after it are still matched to their replies.
 func TestCancelledCallLateReply(t *testing.T) {
 	e := newEnv(t)
-	px := e.proxy()
-	c := e.connectTo(px.Addr())
-	defer c.Close()
+	c, px := e.connectProxied()
 	c.Create(e.ctx, e.base+"/a", []byte("A"), zkclient.Persistent, all)
 	px.Delay(300 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(e.ctx, 50*time.Millisecond)
@@ -485,9 +466,7 @@ func TestChroot(t *testing.T) {
 
 func TestDigestAuth(t *testing.T) {
 	e := newEnv(t)
-	px := e.proxy()
-	c := e.connectTo(px.Addr(), zkclient.WithDigestAuth("alice", "secret"))
-	defer c.Close()
+	c, px := e.connectProxied(zkclient.WithDigestAuth("alice", "secret"))
 	ctx := e.ctx
 	p := e.base + "/private"
 	if _, err := c.Create(ctx, p, []byte("x"), zkclient.Persistent, zkclient.AuthACL(zkclient.PermAll)); err != nil {
@@ -551,9 +530,7 @@ func TestTooLarge(t *testing.T) {
 // delays each way by d, it lags at least 2d behind.
 func TestConfirmed(t *testing.T) {
 	e := newEnv(t)
-	px := e.proxy()
-	c := e.connectTo(px.Addr(), zkclient.WithSessionTimeout(3*time.Second))
-	defer c.Close()
+	c, px := e.connectProxied(zkclient.WithSessionTimeout(3 * time.Second))
 	time.Sleep(2 * c.Timeout() / 3)
 	if age := time.Since(c.Confirmed()); age > c.Timeout()/3+500*time.Millisecond {
 		t.Fatalf("idle: confirmed %v ago", age)
@@ -578,9 +555,7 @@ func TestConfirmed(t *testing.T) {
 // waits for a new one instead of sending into the dead one.
 func TestSuspendedBeforeLossReported(t *testing.T) {
 	e := newEnv(t)
-	px := e.proxy()
-	c := e.connectTo(px.Addr())
-	defer c.Close()
+	c, px := e.connectProxied()
 	p := e.base + "/n"
 	if _, err := c.Create(e.ctx, p, nil, zkclient.Persistent, all); err != nil {
 		t.Fatal(err)

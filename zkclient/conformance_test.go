@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zkserver"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -28,8 +26,7 @@ import (
 // a real ZooKeeper is started for this test (skipped without Java, as
 // zktest does).
 func TestClientConformance(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	checkLeaks(t)
 	var realAddr string
 	if os.Getenv(zktest.ServerEnv) == "zkserver" {
 		t.Setenv(zktest.ServerEnv, "zookeeper")
@@ -411,6 +408,23 @@ func conformanceBody(t *testing.T, r *confRec, addr, base string) {
 		}
 	}
 	ws := &confWatches{r: r, c: c1, seen: c1.Notifications()}
+	// existsW, getW and childrenW set a one-shot watch of c1's on p and
+	// follow it as name, recording the reply.
+	existsW := func(name, p string) {
+		_, ok, w, err := c1.ExistsW(ctx, p)
+		r.logf("c1 existsW %s: %v %s", r.p(p), ok, confErr(err))
+		ws.addOne(name, w)
+	}
+	getW := func(name, p string) {
+		_, st, w, err := c1.GetW(ctx, p)
+		r.logf("c1 getW %s: %s %s", r.p(p), r.stat(st), confErr(err))
+		ws.addOne(name, w)
+	}
+	childrenW := func(name, p string) {
+		_, st, w, err := c1.ChildrenW(ctx, p)
+		r.logf("c1 childrenW %s: %s %s", r.p(p), r.stat(st), confErr(err))
+		ws.addOne(name, w)
+	}
 
 	r.logf("# nodes, data, versions")
 	createPlain(c1, "c1", base, nil, zkclient.Persistent)
@@ -540,12 +554,8 @@ func conformanceBody(t *testing.T, r *confRec, addr, base string) {
 	ws.drain(ctx, "the multis")
 
 	r.logf("# one-shot watches")
-	_, ok, w, err := c1.ExistsW(ctx, b("/w"))
-	r.logf("c1 existsW ~/w: %v %s", ok, confErr(err))
-	ws.addOne("exists1(~/w)", w)
-	_, ok, w, err = c1.ExistsW(ctx, b("/w"))
-	r.logf("c1 existsW ~/w: %v %s", ok, confErr(err))
-	ws.addOne("exists2(~/w)", w)
+	existsW("exists1(~/w)", b("/w"))
+	existsW("exists2(~/w)", b("/w"))
 	check(c1, "c1", b("/w"), zkclient.WatcherData)
 	check(c1, "c1", b("/w"), zkclient.WatcherChildren)
 	check(c1, "c1", b("/w"), zkclient.WatcherAny)
@@ -561,17 +571,11 @@ func conformanceBody(t *testing.T, r *confRec, addr, base string) {
 	barrier()
 	ws.drain(ctx, "c2 created ~/w")
 	for i := range 2 {
-		_, st, w, err := c1.GetW(ctx, b("/w"))
-		r.logf("c1 getW ~/w: %s %s", r.stat(st), confErr(err))
-		ws.addOne(fmt.Sprintf("get%d(~/w)", i+1), w)
+		getW(fmt.Sprintf("get%d(~/w)", i+1), b("/w"))
 	}
-	_, st, w, err = c1.ChildrenW(ctx, b("/w"))
-	r.logf("c1 childrenW ~/w: %s %s", r.stat(st), confErr(err))
-	ws.addOne("children1(~/w)", w)
-	_, ok, w, err = c1.ExistsW(ctx, b("/w"))
-	r.logf("c1 existsW ~/w: %v %s", ok, confErr(err))
-	ws.addOne("exists3(~/w)", w)
-	_, _, w, err = c1.GetW(ctx, b("/none"))
+	childrenW("children1(~/w)", b("/w"))
+	existsW("exists3(~/w)", b("/w"))
+	_, _, w, err := c1.GetW(ctx, b("/none"))
 	r.logf("c1 getW ~/none: %v %s", w != nil, confErr(err))
 	_, _, w, err = c1.ChildrenW(ctx, b("/none"))
 	r.logf("c1 childrenW ~/none: %v %s", w != nil, confErr(err))
@@ -582,24 +586,14 @@ func conformanceBody(t *testing.T, r *confRec, addr, base string) {
 	create(c2, "c2", b("/w/c"), nil, zkclient.Persistent)
 	barrier()
 	ws.drain(ctx, "c2 created ~/w/c")
-	_, st, w, err = c1.GetW(ctx, b("/w/c"))
-	r.logf("c1 getW ~/w/c: %s %s", r.stat(st), confErr(err))
-	ws.addOne("get(~/w/c)", w)
-	_, st, w, err = c1.ChildrenW(ctx, b("/w/c"))
-	r.logf("c1 childrenW ~/w/c: %s %s", r.stat(st), confErr(err))
-	ws.addOne("children(~/w/c)", w)
-	_, st, w, err = c1.ChildrenW(ctx, b("/w"))
-	r.logf("c1 childrenW ~/w: %s %s", r.stat(st), confErr(err))
-	ws.addOne("children2(~/w)", w)
+	getW("get(~/w/c)", b("/w/c"))
+	childrenW("children(~/w/c)", b("/w/c"))
+	childrenW("children2(~/w)", b("/w"))
 	del(c2, "c2", b("/w/c"), -1)
 	barrier()
 	ws.drain(ctx, "c2 deleted ~/w/c")
-	_, st, w, err = c1.GetW(ctx, b("/w"))
-	r.logf("c1 getW ~/w: %s %s", r.stat(st), confErr(err))
-	ws.addOne("get3(~/w)", w)
-	_, st, w, err = c1.ChildrenW(ctx, b("/w"))
-	r.logf("c1 childrenW ~/w: %s %s", r.stat(st), confErr(err))
-	ws.addOne("children3(~/w)", w)
+	getW("get3(~/w)", b("/w"))
+	childrenW("children3(~/w)", b("/w"))
 	del(c2, "c2", b("/w"), -1)
 	barrier()
 	ws.drain(ctx, "c2 deleted ~/w")

@@ -11,6 +11,20 @@ import (
 	"github.com/zkrecipes/zkrecipes/zkserver"
 )
 
+// exampleClient starts an embedded server and connects a client to it;
+// done closes both.
+func exampleClient() (c *zkclient.Client, done func()) {
+	srv, err := zkserver.Run() // an embedded server; use your ensemble's addresses
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err = zkclient.Connect(context.Background(), []string{srv.Addr()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return c, func() { c.Close(); srv.Close() }
+}
+
 // Connect, write, read: every call takes a context and fails with an error
 // comparable with errors.Is.
 func Example() {
@@ -44,17 +58,9 @@ func Example() {
 // Requests go out in call order and are answered in that order: start
 // several, then wait for each, for one round trip instead of several.
 func ExampleClient_ChildrenAsync() {
-	srv, err := zkserver.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
+	c, done := exampleClient()
+	defer done()
 	ctx := context.Background()
-	c, err := zkclient.Connect(ctx, []string{srv.Addr()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Close()
 
 	acl := zkclient.WorldACL(zkclient.PermAll)
 	c.Create(ctx, "/queue", nil, zkclient.Persistent, acl)
@@ -69,17 +75,9 @@ func ExampleClient_ChildrenAsync() {
 // A one-shot watch delivers one event; a persistent recursive watch
 // delivers every change below a node, in order, however slowly it is read.
 func ExampleClient_AddWatch() {
-	srv, err := zkserver.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
+	c, done := exampleClient()
+	defer done()
 	ctx := context.Background()
-	c, err := zkclient.Connect(ctx, []string{srv.Addr()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Close()
 	acl := zkclient.WorldACL(zkclient.PermAll)
 
 	c.Create(ctx, "/app", nil, zkclient.Persistent, acl)

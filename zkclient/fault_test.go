@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
@@ -60,8 +58,7 @@ var fakePasswd = []byte("0123456789abcdef")
 // test fails if a goroutine is left behind (the client's, or the fake's).
 func startFake(t *testing.T, behave func(n int, fc *fakeConn)) *fakeZK {
 	t.Helper()
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	checkLeaks(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -245,6 +242,23 @@ func (fc *fakeConn) serveWell() {
 	}
 }
 
+// misbehave is a fake's behaviour for a fault on the first bad connections:
+// every connection is granted a session with timeout grant, the first bad
+// ones (numbered from 0) are then handed to fault, and the later ones are
+// served well.
+func misbehave(grant time.Duration, bad int, fault func(n int, fc *fakeConn)) func(n int, fc *fakeConn) {
+	return func(n int, fc *fakeConn) {
+		if fc.grant(grant) != nil {
+			return
+		}
+		if n >= bad {
+			fc.serveWell()
+			return
+		}
+		fault(n, fc)
+	}
+}
+
 // fakeConnect connects a client to the fake with short reconnect and
 // close timeouts.
 func fakeConnect(t *testing.T, f *fakeZK, opts ...zkclient.Option) *zkclient.Client {
@@ -300,14 +314,7 @@ func checkData(t *testing.T, what string, path string, n zkclient.Node, err erro
 // client is Suspended, resumes the session on the next connection, and
 // works there.
 func TestFaultMidFrameClose(t *testing.T) {
-	f := startFake(t, func(n int, fc *fakeConn) {
-		if fc.grant(fakeGrant) != nil {
-			return
-		}
-		if n > 0 {
-			fc.serveWell()
-			return
-		}
+	f := startFake(t, misbehave(fakeGrant, 1, func(_ int, fc *fakeConn) {
 		r, err := fc.nextOp()
 		if err != nil {
 			return
@@ -316,7 +323,7 @@ func TestFaultMidFrameClose(t *testing.T) {
 		fc.Write(frame[:len(frame)/2]) // the length and half the rest
 		time.Sleep(20 * time.Millisecond)
 		fc.Close()
-	})
+	}))
 	c := fakeConnect(t, f)
 	states := c.States()
 	defer states.Stop()
@@ -359,14 +366,7 @@ func TestFaultReplyOutOfOrder(t *testing.T) {
 		{"old", func(first, _ jute.Request) int32 { return first.Xid - 1 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := startFake(t, func(n int, fc *fakeConn) {
-				if fc.grant(fakeGrant) != nil {
-					return
-				}
-				if n > 0 {
-					fc.serveWell()
-					return
-				}
+			f := startFake(t, misbehave(fakeGrant, 1, func(_ int, fc *fakeConn) {
 				first, err := fc.nextOp()
 				if err != nil {
 					return
@@ -385,7 +385,7 @@ func TestFaultReplyOutOfOrder(t *testing.T) {
 				f2, _ := fc.wellFormed(second)
 				fc.Write(append(f1, f2...))
 				io.Copy(io.Discard, fc.br) // until the client closes
-			})
+			}))
 			c := fakeConnect(t, f)
 			states := c.States()
 			defer states.Stop()
@@ -410,14 +410,7 @@ func TestFaultReplyOutOfOrder(t *testing.T) {
 // the client does not allocate what the length claims.
 func TestFaultHugeReplyFrame(t *testing.T) {
 	lengths := []uint32{1 << 30, 0x7fffffff, 64<<20 + 1, 0xffffffff, 0x80000000, 3}
-	f := startFake(t, func(n int, fc *fakeConn) {
-		if fc.grant(fakeGrant) != nil {
-			return
-		}
-		if n >= len(lengths) {
-			fc.serveWell()
-			return
-		}
+	f := startFake(t, misbehave(fakeGrant, len(lengths), func(n int, fc *fakeConn) {
 		if _, err := fc.nextOp(); err != nil {
 			return
 		}
@@ -437,7 +430,7 @@ func TestFaultHugeReplyFrame(t *testing.T) {
 			}
 		}
 		io.Copy(io.Discard, fc.br)
-	})
+	}))
 	c := fakeConnect(t, f)
 	states := c.States()
 	defer states.Stop()
@@ -715,14 +708,7 @@ func TestFaultPipelinedBursts(t *testing.T) {
 // request gets its own answer on the same connection.
 func TestFaultCancelInFlight(t *testing.T) {
 	release := make(chan struct{})
-	f := startFake(t, func(n int, fc *fakeConn) {
-		if fc.grant(fakeGrant) != nil {
-			return
-		}
-		if n > 0 {
-			fc.serveWell()
-			return
-		}
+	f := startFake(t, misbehave(fakeGrant, 1, func(_ int, fc *fakeConn) {
 		slow, err := fc.nextOp()
 		if err != nil {
 			return
@@ -736,7 +722,7 @@ func TestFaultCancelInFlight(t *testing.T) {
 			return
 		}
 		fc.serveWell()
-	})
+	}))
 	c := fakeConnect(t, f)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -775,14 +761,7 @@ func TestFaultPings(t *testing.T) {
 	stopAnswering := make(chan struct{})
 	var lastAnswer time.Time // written by the fake before it stops answering
 	var lastMu sync.Mutex
-	f := startFake(t, func(n int, fc *fakeConn) {
-		if fc.grant(grant) != nil {
-			return
-		}
-		if n > 0 {
-			fc.serveWell()
-			return
-		}
+	f := startFake(t, misbehave(grant, 1, func(_ int, fc *fakeConn) {
 		answering := true
 		for {
 			r, err := fc.next()
@@ -818,7 +797,7 @@ func TestFaultPings(t *testing.T) {
 				return
 			}
 		}
-	})
+	}))
 	c := fakeConnect(t, f, zkclient.WithSessionTimeout(5*time.Second))
 	if c.Timeout() != grant {
 		t.Fatalf("negotiated timeout %v, want the %v granted", c.Timeout(), grant)

@@ -54,11 +54,17 @@ type env struct {
 	ctx  context.Context
 }
 
+// checkLeaks fails the test if goroutines it started are left once the
+// cleanups registered after checkLeaks have run.
+func checkLeaks(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+}
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	zktest.SkipOrFail(t, sharedErr)
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	checkLeaks(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	e := &env{t: t, addr: shared.Addr(0), base: "/zkclient/" + unsafeChars.ReplaceAllString(t.Name(), "_"), ctx: ctx}
@@ -93,12 +99,17 @@ func (e *env) connectTo(addr string, opts ...zkclient.Option) *zkclient.Client {
 // the test ends.
 func (e *env) proxy() *zktest.Proxy {
 	e.t.Helper()
-	px, err := zktest.NewProxy(e.addr)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { px.Close() })
-	return px
+	return zktest.NewProxyT(e.t, e.addr)
+}
+
+// connectProxied connects a client through a new proxy (e.proxy); the
+// client is closed when the test ends, before the proxy.
+func (e *env) connectProxied(opts ...zkclient.Option) (*zkclient.Client, *zktest.Proxy) {
+	e.t.Helper()
+	px := e.proxy()
+	c := e.connectTo(px.Addr(), opts...)
+	e.t.Cleanup(func() { c.Close() })
+	return c, px
 }
 
 func mkdirs(t *testing.T, c *zkclient.Client, p string) {
@@ -124,6 +135,22 @@ func deleteTree(t *testing.T, c *zkclient.Client, p string) {
 		deleteTree(t, c, p+"/"+k)
 	}
 	c.Delete(ctx, p, -1)
+}
+
+// waitState reads s until a change to want, for up to 15s.
+func waitState(t *testing.T, s *zkclient.StateStream, want zkclient.State) zkclient.StateEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	for {
+		ev, err := s.Next(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %v: %v", want, err)
+		}
+		if ev.State == want {
+			return ev
+		}
+	}
 }
 
 // recv waits for a one-shot watch's event.

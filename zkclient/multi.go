@@ -92,16 +92,24 @@ func (c *Client) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
 	return res, nil
 }
 
-func (c *Client) decodeResults(d *jute.Decoder) []OpResult {
-	var out []OpResult
+// readMulti reads the results of a multi reply, each after its header, up
+// to the header marked done: one reads the result of an operation of type
+// typ and returns false to stop at one it cannot read.
+func readMulti(d *jute.Decoder, one func(typ int32) bool) {
 	for d.Err() == nil {
 		var h jute.MultiHeader
 		h.Decode(d)
-		if h.Done {
-			break
+		if h.Done || !one(h.Type) {
+			return
 		}
+	}
+}
+
+func (c *Client) decodeResults(d *jute.Decoder) []OpResult {
+	var out []OpResult
+	readMulti(d, func(typ int32) bool {
 		var r OpResult
-		switch h.Type {
+		switch typ {
 		case jute.OpError:
 			if code := d.Int32(); code != 0 {
 				r.Err = Code(code)
@@ -118,10 +126,11 @@ func (c *Client) decodeResults(d *jute.Decoder) []OpResult {
 		case jute.OpDelete, jute.OpCheck:
 		default:
 			d.Int32() // unknown: cannot go on reading
-			return out
+			return false
 		}
 		out = append(out, r)
-	}
+		return true
+	})
 	return out
 }
 
@@ -160,14 +169,9 @@ func (c *Client) MultiRead(ctx context.Context, ops ...ReadOp) ([]ReadResult, er
 		r.Ops[i] = o.req
 	}
 	return start(c, "multiRead", "", nil, r, func(d *jute.Decoder, v *[]ReadResult) {
-		for d.Err() == nil {
-			var h jute.MultiHeader
-			h.Decode(d)
-			if h.Done {
-				return
-			}
+		readMulti(d, func(typ int32) bool {
 			var res ReadResult
-			switch h.Type {
+			switch typ {
 			case jute.OpError:
 				res.Err = Code(d.Int32())
 			case jute.OpGetData:
@@ -180,9 +184,10 @@ func (c *Client) MultiRead(ctx context.Context, ops ...ReadOp) ([]ReadResult, er
 					res.Children = []string{}
 				}
 			default:
-				return
+				return false
 			}
 			*v = append(*v, res)
-		}
+			return true
+		})
 	}).Wait(ctx)
 }

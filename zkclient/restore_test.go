@@ -14,9 +14,7 @@ import (
 // still fires.
 func TestManyWatchesRestored(t *testing.T) {
 	e := newEnv(t)
-	px := e.proxy()
-	c := e.connectTo(px.Addr())
-	defer c.Close()
+	c, px := e.connectProxied()
 	other := e.connect()
 	defer other.Close()
 	const n = 10000 // 10000 paths of ~160 bytes: 1.5 MiB, over the server's 1 MiB frame limit

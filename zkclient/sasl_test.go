@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -25,8 +23,7 @@ var saslUsers = map[string]string{"bob": "bob-secret", "alice": "alice \"quoted\
 // exchange the node would be refused).
 func TestSASL(t *testing.T) {
 	zktest.SkipOrFail(t, sharedErr)
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	checkLeaks(t)
 	cluster := zktest.StartT(t, zktest.Options{SASLUsers: saslUsers})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -119,11 +116,7 @@ func TestSASL(t *testing.T) {
 	})
 
 	t.Run("Reconnect", func(t *testing.T) {
-		px, err := zktest.NewProxy(cluster.Addr(0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer px.Close()
+		px := zktest.NewProxyT(t, cluster.Addr(0))
 		c := connect(t, px.Addr(), bob)
 		if _, err := c.Create(ctx, "/sasl-reconnect", []byte("x"), zkclient.Persistent, zkclient.SASLACL(zkclient.PermAll, "bob")); err != nil {
 			t.Fatal(err)
@@ -153,16 +146,11 @@ func TestSASL(t *testing.T) {
 // client without SASL gets ErrSASLRequired.
 func TestSASLRequired(t *testing.T) {
 	zktest.SkipOrFail(t, sharedErr)
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	checkLeaks(t)
 	cluster := zktest.StartT(t, zktest.Options{SASLUsers: saslUsers, RequireSASL: true})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	px, err := zktest.NewProxy(cluster.Addr(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
+	px := zktest.NewProxyT(t, cluster.Addr(0))
 	c, err := zkclient.Connect(ctx, []string{px.Addr()}, zkclient.WithSessionTimeout(4*time.Second),
 		zkclient.WithSASL(zkclient.DigestMD5("bob", "bob-secret")), zkclient.WithDigestAuth("carol", "pw"))
 	if err != nil {

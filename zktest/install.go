@@ -154,8 +154,10 @@ func fileExists(name string) bool {
 	return err == nil
 }
 
-// isUnavailable reports whether err says that Java or ZooKeeper is missing.
+// isUnavailable reports whether err says that Java or ZooKeeper, or what
+// Unavailable marked, is missing.
 func isUnavailable(err error) bool {
 	var u *unavailableError
-	return errors.As(err, &u)
+	var m *missingError
+	return errors.As(err, &u) || errors.As(err, &m)
 }

@@ -62,3 +62,27 @@ func TestSkipOrFail(t *testing.T) {
 		}
 	}
 }
+
+func TestUnavailableSkipsOutsideCI(t *testing.T) {
+	if Unavailable(nil) != nil {
+		t.Fatal("Unavailable(nil) is not nil")
+	}
+	missing := errors.New("no kazoo")
+	marked := Unavailable(missing)
+	if marked.Error() != missing.Error() || !errors.Is(marked, missing) {
+		t.Fatalf("Unavailable(%v) = %v, which does not wrap it", missing, marked)
+	}
+	for _, tc := range []struct{ ci, want string }{{"", "skip"}, {"1", "fail"}, {"true", "fail"}} {
+		t.Setenv("CI", tc.ci)
+		r := &recordingTB{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			SkipOrFail(r, marked)
+		}()
+		<-done
+		if r.ended != tc.want {
+			t.Errorf("SkipOrFail(Unavailable(%v)) with CI=%q: %q, want %q", missing, tc.ci, r.ended, tc.want)
+		}
+	}
+}

@@ -14,15 +14,7 @@ import (
 func proxied(t *testing.T) (p *Proxy, via, direct *zk.Conn) {
 	t.Helper()
 	addr := sharedAddr(t)
-	p, err := NewProxy(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	p = NewProxyT(t, addr)
 	via, _ = connectZK(t, p.Addr())
 	t.Cleanup(p.Pass) // let the session close cleanly
 	direct, _ = connectZK(t, addr)

@@ -30,10 +30,28 @@ func StartT(tb testing.TB, opts Options) *Cluster {
 	return c
 }
 
+// NewProxyT starts a proxy to target like NewProxy and closes it when the
+// test ends (tb.Cleanup), reporting an error of Close; a failure to start
+// fails the test. A cleanup the test registers later runs before the
+// proxy closes, so a client closed there still reaches its server.
+func NewProxyT(tb testing.TB, target string) *Proxy {
+	tb.Helper()
+	p, err := NewProxy(target)
+	if err != nil {
+		tb.Fatalf("%v", err)
+	}
+	tb.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			tb.Errorf("%v", err)
+		}
+	})
+	return p
+}
+
 // SkipOrFail reports err, typically the error of a server started once in
 // TestMain, to one test. It does nothing when err is nil. When err says that
 // Java or ZooKeeper is not installed (as the errors of Available and Start
-// do), the test is skipped with that reason, except in CI (environment
+// do), or err is marked by Unavailable, the test is skipped with that reason, except in CI (environment
 // variable CI set to a true value such as "true" or "1"), where it fails so
 // that missing servers are never skipped silently. Any other error fails
 // the test.
@@ -47,6 +65,24 @@ func SkipOrFail(tb testing.TB, err error) {
 	}
 	tb.Fatalf("%v", err)
 }
+
+// Unavailable marks err, a report that something a test needs is not
+// installed (a contender's interpreter or library, say), so that SkipOrFail
+// treats it as it treats a missing Java or ZooKeeper: the test is skipped,
+// or fails in CI. The error's text stays err's, and errors.Is and errors.As
+// still see err. A nil err stays nil. It costs one allocation.
+func Unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &missingError{err}
+}
+
+// missingError is an error marked by Unavailable.
+type missingError struct{ err error }
+
+func (e *missingError) Error() string { return e.err.Error() }
+func (e *missingError) Unwrap() error { return e.err }
 
 func inCI() bool {
 	ci, _ := strconv.ParseBool(os.Getenv("CI"))

@@ -56,11 +56,8 @@ func newTLSMaterial(dir string) (*tlsMaterial, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("zktest: tls: %w", err)
 	}
-	now := time.Now()
 	caKey, caCert, err := newCert(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: "zktest CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(tlsValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
@@ -73,8 +70,6 @@ func newTLSMaterial(dir string) (*tlsMaterial, error) {
 		Subject:     pkix.Name{CommonName: "zktest server"},
 		DNSNames:    []string{"localhost"},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		NotBefore:   now.Add(-time.Hour),
-		NotAfter:    now.Add(tlsValidity),
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}, caCert, caKey)
@@ -83,8 +78,6 @@ func newTLSMaterial(dir string) (*tlsMaterial, error) {
 	}
 	clientKey, clientCert, err := newCert(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: "zktest-client"},
-		NotBefore:   now.Add(-time.Hour),
-		NotAfter:    now.Add(tlsValidity),
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}, caCert, caKey)
@@ -131,9 +124,12 @@ func newTLSMaterial(dir string) (*tlsMaterial, error) {
 	return t, nil
 }
 
-// newCert creates a key and a certificate from template, signed by parent
-// with parentKey, or self-signed if parent is nil.
+// newCert creates a key and a certificate from template, valid from an
+// hour ago for tlsValidity, signed by parent with parentKey, or
+// self-signed if parent is nil.
 func newCert(template, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*ecdsa.PrivateKey, *x509.Certificate, error) {
+	now := time.Now()
+	template.NotBefore, template.NotAfter = now.Add(-time.Hour), now.Add(tlsValidity)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("zktest: tls: %w", err)

@@ -288,22 +288,9 @@ public class CuratorContender {
             throw new UsageException("--marker " + marker + " is not a directory");
         }
 
-        CuratorFramework client = CuratorFrameworkFactory.builder()
-                .connectString(connect)
-                .sessionTimeoutMs(sessionTimeoutMs)
-                .connectionTimeoutMs(Math.min(sessionTimeoutMs, 15000))
-                .retryPolicy(new ExponentialBackoffRetry(100, 10, 2000))
-                .build();
+        CuratorFramework client = newClient(connect, sessionTimeoutMs);
         try {
-            client.start();
-            if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("could not connect to " + connect + " within 30s");
-            }
-            System.out.println("READY " + id);
-            System.out.flush();
-            if (opts.containsKey("start-file")) {
-                awaitFile(Paths.get(opts.get("start-file")), acquireTimeoutMs);
-            }
+            ready(client, opts, connect, id, acquireTimeoutMs);
             if (recipe.equals("member")) {
                 member(client, path, id, Paths.get(opts.get("stop-file")), acquireTimeoutMs);
                 return EXIT_OK;
@@ -462,6 +449,33 @@ public class CuratorContender {
         return n;
     }
 
+    /** The contender's client of connect, not started yet. */
+    static CuratorFramework newClient(String connect, int sessionTimeoutMs) {
+        return CuratorFrameworkFactory.builder()
+                .connectString(connect)
+                .sessionTimeoutMs(sessionTimeoutMs)
+                .connectionTimeoutMs(Math.min(sessionTimeoutMs, 15000))
+                .retryPolicy(new ExponentialBackoffRetry(100, 10, 2000))
+                .build();
+    }
+
+    /**
+     * Starts client and waits (30 s at most) until it is connected, prints
+     * "READY id", then waits for the start file if there is one.
+     */
+    static void ready(CuratorFramework client, Map<String, String> opts, String connect, String id, int acquireTimeoutMs)
+            throws Exception {
+        client.start();
+        if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("could not connect to " + connect + " within 30s");
+        }
+        System.out.println("READY " + id);
+        System.out.flush();
+        if (opts.containsKey("start-file")) {
+            awaitFile(Paths.get(opts.get("start-file")), acquireTimeoutMs);
+        }
+    }
+
     /** Blocks until f exists (a start barrier shared by all contenders). */
     static void awaitFile(Path f, long timeoutMs) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
@@ -573,22 +587,9 @@ public class CuratorContender {
             if (recipe.startsWith("discovery-") && (!opts.containsKey("service") || !opts.containsKey("stop-file"))) {
                 throw new UsageException("--service and --stop-file are required with --recipe " + recipe);
             }
-            CuratorFramework client = CuratorFrameworkFactory.builder()
-                    .connectString(connect)
-                    .sessionTimeoutMs(sessionTimeoutMs)
-                    .connectionTimeoutMs(Math.min(sessionTimeoutMs, 15000))
-                    .retryPolicy(new ExponentialBackoffRetry(100, 10, 2000))
-                    .build();
+            CuratorFramework client = newClient(connect, sessionTimeoutMs);
             try {
-                client.start();
-                if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {
-                    throw new IllegalStateException("could not connect to " + connect + " within 30s");
-                }
-                System.out.println("READY " + id);
-                System.out.flush();
-                if (opts.containsKey("start-file")) {
-                    awaitFile(Paths.get(opts.get("start-file")), acquireTimeoutMs);
-                }
+                ready(client, opts, connect, id, acquireTimeoutMs);
                 switch (recipe) {
                     case "shared-count":
                         sharedCount(client, path, count);

@@ -131,10 +131,6 @@ const JavaDir = "/usr/share/java"
 // which is where the python3-kazoo package installs kazoo.
 const Python = "/usr/bin/python3"
 
-// ZooKeeperJar is the ZooKeeper server/client jar (package libzookeeper-java).
-// Its manifest Class-Path names the server's dependencies.
-const ZooKeeperJar = JavaDir + "/zookeeper.jar"
-
 //go:embed CuratorContender.java
 var curatorSource []byte
 

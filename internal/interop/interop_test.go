@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,99 +14,18 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// requireTools skips the test when Curator or kazoo is missing, unless CI=true.
-func requireTools(t *testing.T) {
+// requireTools skips the test when a contender it needs is missing (checks
+// are CuratorAvailable, KazooAvailable), or fails it in CI, as zktest does
+// for a missing ZooKeeper.
+func requireTools(t *testing.T, checks ...func() error) {
 	t.Helper()
-	for _, err := range []error{CuratorAvailable(), KazooAvailable()} {
-		if err == nil {
-			continue
-		}
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+	for _, check := range checks {
+		zktest.SkipOrFail(t, zktest.Unavailable(check()))
 	}
-}
-
-// startZooKeeper runs a standalone ZooKeeper server from ZooKeeperJar on a
-// free loopback port and returns its address. The server is killed when the
-// test ends.
-func startZooKeeper(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-
-	cfg := filepath.Join(dir, "zoo.cfg")
-	conf := fmt.Sprintf("tickTime=200\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"+
-		"maxClientCnxns=0\n4lw.commands.whitelist=*\nadmin.enableServer=false\n",
-		filepath.Join(dir, "data"), port)
-	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "zookeeper.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("java", "-Xmx256m", "-cp", ZooKeeperJar,
-		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	// Registered after t.TempDir, so it runs before the directory is removed.
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		logf.Close()
-	})
-	serverLog := func() string {
-		b, _ := os.ReadFile(logPath)
-		return string(b)
-	}
-
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case err := <-exited:
-			exited <- err // for the cleanup
-			t.Fatalf("ZooKeeper exited during start-up: %v\n%s", err, serverLog())
-		default:
-		}
-		if ruok(addr) == "imok" {
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ZooKeeper at %s did not answer ruok with imok within 30s\n%s", addr, serverLog())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// ruok sends ZooKeeper's "ruok" four-letter command and returns the reply.
-func ruok(addr string) string {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return ""
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte("ruok")); err != nil {
-		return ""
-	}
-	b, _ := io.ReadAll(c)
-	return string(b)
 }
 
 // participant describes one contender process in a mix.
@@ -267,7 +185,7 @@ func checkClean(t *testing.T, count int, outs []outcome) {
 }
 
 func TestInterop(t *testing.T) {
-	requireTools(t)
+	requireTools(t, CuratorAvailable, KazooAvailable)
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Second)
 	defer cancel()
 
@@ -287,7 +205,7 @@ func TestInterop(t *testing.T) {
 	// If start-up fails, let javac (killed via ctx) finish before buildDir
 	// is removed.
 	t.Cleanup(func() { <-buildDone })
-	zk := startZooKeeper(t)
+	zk := zktest.StartT(t, zktest.Options{}).Addr(0)
 	b := <-buildc
 	if b.err != nil {
 		t.Fatal(b.err)
@@ -295,55 +213,46 @@ func TestInterop(t *testing.T) {
 	curator := b.run
 	const count, hold = 10, 5 * time.Millisecond
 
-	t.Run("mutex", func(t *testing.T) {
-		outs := runMix(ctx, t, curator, zk, "/interop/mutex", count, hold, []participant{
+	// Mixes whose contenders must all finish cleanly. semaphore is Curator
+	// only: kazoo's Semaphore lays its nodes out differently.
+	// latch_with_kazoo: kazoo's Lock with Curator's "-latch-" node naming
+	// behaves as a LeaderLatch participant.
+	for _, mix := range []struct {
+		name, path string
+		parts      []participant
+	}{
+		{"mutex", "/interop/mutex", []participant{
 			{recipe: "mutex", id: "curator-1"},
 			{recipe: "mutex", id: "curator-2"},
 			{kazoo: true, recipe: "mutex", id: "kazoo-1"},
 			{kazoo: true, recipe: "mutex", id: "kazoo-2"},
-		})
-		checkClean(t, count, outs)
-	})
-
-	t.Run("rwlock", func(t *testing.T) {
-		outs := runMix(ctx, t, curator, zk, "/interop/rw", count, hold, []participant{
+		}},
+		{"rwlock", "/interop/rw", []participant{
 			{recipe: "write", id: "curator-w"},
 			{recipe: "read", id: "curator-r1"},
 			{recipe: "read", id: "curator-r2"},
 			{kazoo: true, recipe: "write", id: "kazoo-w"},
 			{kazoo: true, recipe: "read", id: "kazoo-r"},
-		})
-		checkClean(t, count, outs)
-	})
-
-	t.Run("latch", func(t *testing.T) {
-		outs := runMix(ctx, t, curator, zk, "/interop/latch", count, hold, []participant{
+		}},
+		{"latch", "/interop/latch", []participant{
 			{recipe: "latch", id: "curator-l1"},
 			{recipe: "latch", id: "curator-l2"},
-		})
-		checkClean(t, count, outs)
-	})
-
-	// Curator only: kazoo's Semaphore lays its nodes out differently.
-	t.Run("semaphore", func(t *testing.T) {
-		outs := runMix(ctx, t, curator, zk, "/interop/semaphore", count, hold, []participant{
+		}},
+		{"semaphore", "/interop/semaphore", []participant{
 			{recipe: "semaphore", leases: 2, id: "curator-s1"},
 			{recipe: "semaphore", leases: 2, id: "curator-s2"},
 			{recipe: "semaphore", leases: 2, id: "curator-s3"},
-		})
-		checkClean(t, count, outs)
-	})
-
-	// kazoo's Lock with Curator's "-latch-" node naming behaves as a
-	// LeaderLatch participant.
-	t.Run("latch_with_kazoo", func(t *testing.T) {
-		outs := runMix(ctx, t, curator, zk, "/interop/latch-mixed", count, hold, []participant{
+		}},
+		{"latch_with_kazoo", "/interop/latch-mixed", []participant{
 			{recipe: "latch", id: "curator-l1"},
 			{recipe: "latch", id: "curator-l2"},
 			{kazoo: true, recipe: "latch", id: "kazoo-l1"},
+		}},
+	} {
+		t.Run(mix.name, func(t *testing.T) {
+			checkClean(t, count, runMix(ctx, t, curator, zk, mix.path, count, hold, mix.parts))
 		})
-		checkClean(t, count, outs)
-	})
+	}
 
 	// Negative control: contenders on different paths share the marker
 	// directory, so the marker protocol must report an overlap.
@@ -411,12 +320,7 @@ func TestInterop(t *testing.T) {
 }
 
 func TestKazooStockLatchUnsupported(t *testing.T) {
-	if err := KazooAvailable(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	requireTools(t, KazooAvailable)
 	argv, err := Args{Connect: "127.0.0.1:1", Path: "/x", Recipe: "latch", Count: 1,
 		Marker: t.TempDir(), ID: "k", KazooStockNaming: true}.Argv()
 	if err != nil {
@@ -431,12 +335,7 @@ func TestKazooStockLatchUnsupported(t *testing.T) {
 }
 
 func TestUsageErrorsExitOne(t *testing.T) {
-	if err := KazooAvailable(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	requireTools(t, KazooAvailable)
 	cmd := Kazoo(t.Context(), "--recipe", "nope")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

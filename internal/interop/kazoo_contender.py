@@ -103,23 +103,37 @@ def parse_args(argv):
 _SEQ_RE = re.compile(r"(-?\d{10})$")
 
 
+# The extra_lock_patterns of each recipe's lock: the names of Curator's
+# znodes that count as contenders.
+_PATTERNS = {
+    "mutex": ["-lock-"],
+    "write": ["__WRIT__", "__READ__"],
+    "read": ["__WRIT__"],
+    "latch": ["-latch-"],
+}
+
+
+def _factories(classes):
+    """Returns {recipe: factory(client, path, identifier)} for {recipe:
+    lock class}, each lock made with the recipe's _PATTERNS."""
+
+    def factory(cls, patterns):
+        return lambda c, p, i: cls(
+            c, p, i, extra_lock_patterns=list(patterns)
+        )
+
+    return {r: factory(cls, _PATTERNS[r]) for r, cls in classes.items()}
+
+
 def make_recipes(stock):
     """Returns {recipe: factory(client, path, identifier)}."""
     from kazoo.recipe.lock import Lock, ReadLock, WriteLock
     from kazoo.retry import ForceRetryError
 
     if stock:
-        return {
-            "mutex": lambda c, p, i: Lock(
-                c, p, i, extra_lock_patterns=["-lock-"]
-            ),
-            "write": lambda c, p, i: WriteLock(
-                c, p, i, extra_lock_patterns=["__WRIT__", "__READ__"]
-            ),
-            "read": lambda c, p, i: ReadLock(
-                c, p, i, extra_lock_patterns=["__WRIT__"]
-            ),
-        }
+        return _factories(
+            {"mutex": Lock, "write": WriteLock, "read": ReadLock}
+        )
 
     class CuratorMutex(Lock):
         # Curator InterProcessMutex: _c_<uuid>-lock-<seq>
@@ -158,20 +172,14 @@ def make_recipes(stock):
                     pred, pred_seq = child, seq
             return pred
 
-    return {
-        "mutex": lambda c, p, i: CuratorMutex(
-            c, p, i, extra_lock_patterns=["-lock-"]
-        ),
-        "write": lambda c, p, i: CuratorWriteLock(
-            c, p, i, extra_lock_patterns=["__WRIT__", "__READ__"]
-        ),
-        "read": lambda c, p, i: CuratorReadLock(
-            c, p, i, extra_lock_patterns=["__WRIT__"]
-        ),
-        "latch": lambda c, p, i: CuratorLatch(
-            c, p, i, extra_lock_patterns=["-latch-"]
-        ),
-    }
+    return _factories(
+        {
+            "mutex": CuratorMutex,
+            "write": CuratorWriteLock,
+            "read": CuratorReadLock,
+            "latch": CuratorLatch,
+        }
+    )
 
 
 def mark(marker, shared, ident, n):

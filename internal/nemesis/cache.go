@@ -313,25 +313,32 @@ func (r *runner) serverTree(ctx context.Context, root string) ([]treeNode, error
 			return err
 		}
 		out = append(out, treeNode{p, string(data), st.Czxid, st.Mzxid, st.Version})
-		kids, _, err := admin.Children(rctx, p)
-		if errors.Is(err, zkclient.ErrNoNode) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		for _, k := range kids {
-			if err := walk(p + "/" + k); err != nil {
-				return err
-			}
-		}
-		return nil
+		return eachChild(rctx, admin, p, walk)
 	}
 	if err := walk(root); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b treeNode) int { return strings.Compare(a.path, b.path) })
 	return out, nil
+}
+
+// eachChild calls f with the path of each of p's children on the server,
+// in the order the server lists them, and stops at f's first error. A p
+// that is gone has no children.
+func eachChild(ctx context.Context, c *zkclient.Client, p string, f func(child string) error) error {
+	kids, _, err := c.Children(ctx, p)
+	if errors.Is(err, zkclient.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if err := f(p + "/" + k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // adminClient returns the runner's own client, connected straight to the
@@ -365,17 +372,8 @@ func (r *runner) removeTree(ctx context.Context) error {
 	defer cancel()
 	var remove func(p string) error
 	remove = func(p string) error {
-		kids, _, err := admin.Children(rctx, p)
-		if errors.Is(err, zkclient.ErrNoNode) {
-			return nil
-		}
-		if err != nil {
+		if err := eachChild(rctx, admin, p, remove); err != nil {
 			return err
-		}
-		for _, k := range kids {
-			if err := remove(p + "/" + k); err != nil {
-				return err
-			}
 		}
 		if err := admin.Delete(rctx, p, -1); err != nil && !errors.Is(err, zkclient.ErrNoNode) {
 			return err

@@ -315,13 +315,7 @@ func (w *dataWorker) lqTake(ctx context.Context, gen int32, q *zkrecipes.Locking
 // queues still hold.
 func (r *runner) finishData(ctx context.Context) {
 	deadline := time.Now().Add(r.o.ProgressBound)
-	quiet := make(chan struct{})
-	go func() { r.dataQuiet.Wait(); close(quiet) }()
-	select {
-	case <-quiet:
-	case <-time.After(time.Until(deadline)):
-	case <-ctx.Done():
-	}
+	waitQuiet(ctx, &r.dataQuiet, deadline)
 	defer r.stopConsumers()
 	admin, err := r.adminClient(ctx)
 	if err != nil {

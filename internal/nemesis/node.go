@@ -146,12 +146,7 @@ func (r *runner) deleteNode(ctx context.Context, c *client, p string) {
 // it read last.
 func (r *runner) checkNodes(ctx context.Context, clients []int) {
 	deadline := time.Now().Add(r.o.ProgressBound)
-	quiet := make(chan struct{})
-	go func() { r.nodesQuiet.Wait(); close(quiet) }()
-	select {
-	case <-quiet:
-	case <-time.After(time.Until(deadline)):
-	case <-ctx.Done():
+	if !waitQuiet(ctx, &r.nodesQuiet, deadline) {
 		return
 	}
 	for _, c := range clients {

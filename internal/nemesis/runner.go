@@ -835,3 +835,18 @@ func walk(ctx context.Context, c *zkclient.Client, p string, dirs map[string]boo
 	}
 	return left, n, nil
 }
+
+// waitQuiet waits until the workloads counted by quiet have stopped
+// changing their data, or deadline passes, and reports true; false if ctx
+// was done first. Until quiet's count is zero, a goroutine waits for it.
+func waitQuiet(ctx context.Context, quiet *sync.WaitGroup, deadline time.Time) bool {
+	done := make(chan struct{})
+	go func() { quiet.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Until(deadline)):
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}

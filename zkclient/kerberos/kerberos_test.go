@@ -94,11 +94,7 @@ func TestGSSAPI(t *testing.T) {
 	})
 
 	t.Run("Reconnect", func(t *testing.T) {
-		px, err := zktest.NewProxy(cluster.Addr(0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer px.Close()
+		px := zktest.NewProxyT(t, cluster.Addr(0))
 		c := connect(t, px.Addr(), bob)
 		states := c.States()
 		defer states.Stop()
