@@ -160,47 +160,22 @@ func (a *app) join(cmd *cobra.Command, f joinFlags, path string, argv []string) 
 	if f.grace < 0 {
 		return usagef("--grace %v: must not be negative", f.grace)
 	}
-	sigs := catchSignals()
-	defer sigs.release()
-	ctx := cmd.Context()
-	s, err := a.connectOrSignal(ctx, sigs, true)
-	if err != nil {
-		return err
-	}
-	defer closeSession(s)
-
-	what := fmt.Sprintf("membership %q of %s", f.id, path)
-	var g *zkrecipes.Group
-	sig, err := waitFor(ctx, sigs, func(ctx context.Context) error {
-		var err error
-		g, err = zkrecipes.JoinGroup(ctx, s, path, f.id, []byte(f.data))
-		return err
-	})
-	if err == nil {
-		defer release(cmd, a, s, what, g.Lost(), g.Leave)
-	}
-	switch {
-	case sig != nil:
-		return signalled(sig, "joining "+path)
-	case errors.Is(err, zkrecipes.ErrMemberExists):
-		return codef(exitHeld, "member id %q is taken in %s", f.id, path)
-	case err != nil:
-		return recipeError("joining "+path, err)
-	}
-	h := holding{
-		what:  what,
-		lost:  g.Lost(),
-		env:   append(holderEnv(path, 0), "ZKR_ID="+f.id),
+	return a.hold(cmd, holdSpec{
+		path:  path,
+		what:  fmt.Sprintf("membership %q of %s", f.id, path),
+		doing: "joining " + path,
 		grace: f.grace,
-	}
-	if len(argv) > 0 {
-		return a.runHeld(cmd, s, h, sigs, argv)
-	}
-	fmt.Fprintf(a.stderr, "%s: member %q of %s until interrupted\n", cmd.CommandPath(), f.id, path)
-	select {
-	case <-sigs.ch:
-		return nil
-	case <-h.lost:
-		return codef(exitLost, "lost %s: %s", what, lossReason(s))
-	}
+		env:   []string{"ZKR_ID=" + f.id},
+		idle:  fmt.Sprintf("member %q of %s", f.id, path),
+		take: func(ctx context.Context, s *zkrecipes.Session) (taken, error) {
+			g, err := zkrecipes.JoinGroup(ctx, s, path, f.id, []byte(f.data))
+			switch {
+			case errors.Is(err, zkrecipes.ErrMemberExists):
+				return taken{}, codef(exitHeld, "member id %q is taken in %s", f.id, path)
+			case err != nil:
+				return taken{}, err
+			}
+			return taken{release: g.Leave, lost: g.Lost()}, nil
+		},
+	}, argv)
 }
