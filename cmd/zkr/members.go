@@ -30,7 +30,9 @@ member joins, leaves or changes its data, until interrupted.`,
   zkr members /services/mailer --json`,
 		Args: onePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.members(cmd, args[0], watch, asJSON)
+			return a.session(cmd, nil, func(ctx context.Context, s *zkrecipes.Session) error {
+				return a.members(ctx, s, args[0], watch, asJSON)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&watch, "watch", false, "print the members again at every change, until interrupted")
@@ -53,20 +55,9 @@ func shown(ms []zkrecipes.Member) []member {
 	return out
 }
 
-func (a *app) members(cmd *cobra.Command, path string, watch, asJSON bool) error {
-	sigs := catchSignals()
-	defer sigs.release()
-	ctx, stop := sigs.cancelOn(cmd.Context())
-	defer stop()
-	s, err := a.connect(ctx, false)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	defer closeSession(s)
-
+// members prints the members of path; with watch, again at every change,
+// until ctx is cancelled.
+func (a *app) members(ctx context.Context, s *zkrecipes.Session, path string, watch, asJSON bool) error {
 	show := func(ms []member) {
 		switch {
 		case asJSON:
@@ -88,9 +79,6 @@ func (a *app) members(cmd *cobra.Command, path string, watch, asJSON bool) error
 	// One read first, to report a bad path or an unreadable group.
 	ms, err := zkrecipes.GroupMembers(ctx, s, path)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return recipeError("members of "+path, err)
 	}
 	last := shown(ms)
@@ -103,9 +91,6 @@ func (a *app) members(cmd *cobra.Command, path string, watch, asJSON bool) error
 			show(cur)
 			last = cur
 		}
-	}
-	if ctx.Err() != nil {
-		return nil // interrupted: the normal end
 	}
 	if err := s.Err(); err != nil {
 		return withCode(exitFailure, fmt.Errorf("watching members of %s: %w", path, err))

@@ -214,7 +214,9 @@ whenever one registers, unregisters or changes, until interrupted.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.services(cmd, args, watch, asJSON)
+			return a.session(cmd, nil, func(ctx context.Context, s *zkrecipes.Session) error {
+				return a.services(ctx, s, args, watch, asJSON)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&watch, "watch", false, "print the instances again at every change, until interrupted")
@@ -222,19 +224,9 @@ whenever one registers, unregisters or changes, until interrupted.`,
 	return cmd
 }
 
-func (a *app) services(cmd *cobra.Command, args []string, watch, asJSON bool) error {
-	sigs := catchSignals()
-	defer sigs.release()
-	ctx, stop := sigs.cancelOn(cmd.Context())
-	defer stop()
-	s, err := a.connect(ctx, false)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	defer closeSession(s)
+// services prints the services under args[0], or the instances of
+// args[1]; with watch, again at every change, until ctx is cancelled.
+func (a *app) services(ctx context.Context, s *zkrecipes.Session, args []string, watch, asJSON bool) error {
 	base := args[0]
 	d := zkrecipes.NewDiscovery(s, base)
 	if len(args) == 1 {
@@ -276,9 +268,6 @@ func (a *app) services(cmd *cobra.Command, args []string, watch, asJSON bool) er
 	// One read first, to report a bad path or an unreadable service.
 	insts, err := d.Instances(ctx, name)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return recipeError("instances of "+name, err)
 	}
 	show(insts)
@@ -291,9 +280,6 @@ func (a *app) services(cmd *cobra.Command, args []string, watch, asJSON bool) er
 			show(insts)
 			last = cur
 		}
-	}
-	if ctx.Err() != nil {
-		return nil // interrupted: the normal end
 	}
 	if err := s.Err(); err != nil {
 		return withCode(exitFailure, fmt.Errorf("watching instances of %s: %w", name, err))
