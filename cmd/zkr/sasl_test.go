@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -12,40 +11,13 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// The SASL test shares one ZooKeeper started with a JAAS file, on first
-// use, closed by TestMain.
-var (
-	saslOnce    sync.Once
-	saslShared  *zktest.Cluster
-	saslErr     error
-	saslStarted bool
-)
-
-func saslCluster(t *testing.T) *zktest.Cluster {
-	t.Helper()
-	saslOnce.Do(func() {
-		saslStarted = true
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		saslShared, saslErr = zktest.Start(ctx, zktest.Options{SASLUsers: map[string]string{"zkr": "s3cret"}})
-	})
-	zktest.SkipOrFail(t, saslErr)
-	return saslShared
-}
-
-func closeSASLCluster() {
-	if saslStarted && saslShared != nil {
-		saslShared.Close()
-	}
-}
-
 // TestSASL locks under a node whose sasl ACL lets only the SASL user in,
 // with the credentials by flag and by environment; a wrong password is a
 // refusal (exit status 1) that names the flags, and so is the ACL without
 // credentials.
 func TestSASL(t *testing.T) {
 	t.Parallel()
-	c := saslCluster(t)
+	c := zktest.StartT(t, zktest.Options{SASLUsers: map[string]string{"zkr": "s3cret"}})
 	addr := c.Addr(0)
 	path := testPath(t, "lock")
 	owner := client(t, []string{addr}, zkclient.WithSASL(zkclient.DigestMD5("zkr", "s3cret")))
