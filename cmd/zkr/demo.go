@@ -78,6 +78,24 @@ Without a scenario, zkr demo runs herd, with herd's flags.`,
 	return cmd
 }
 
+// Every scenario runs zkrecipes' recipe and the naive or hand-rolled one;
+// its report names them so.
+const (
+	recipeOurs  = "zkrecipes"
+	recipeNaive = "naive"
+)
+
+// recipeLabels name a scenario's two recipes in its table.
+type recipeLabels struct{ ours, naive string }
+
+// of is recipe's label.
+func (l recipeLabels) of(recipe string) string {
+	if recipe == recipeOurs {
+		return l.ours
+	}
+	return l.naive
+}
+
 // output is how a scenario shows its results: --json and --plot.
 type output struct {
 	json bool
@@ -197,6 +215,23 @@ func (a *app) scenario(cmd *cobra.Command, fn func(ctx context.Context, env *dem
 		err = withCode(exitFailure, err)
 	}
 	return interrupted(err)
+}
+
+// runScenario is a scenario command's run: config checks its flags and
+// says what to run, run runs it on the demo's servers, and what it found is
+// printed (and drawn) as o says.
+func runScenario[C any, R finding](a *app, cmd *cobra.Command, o *output, config func() (C, error), run func(context.Context, *demoEnv, C) (R, error)) error {
+	cfg, err := config()
+	if err != nil {
+		return err
+	}
+	return a.scenario(cmd, func(ctx context.Context, env *demoEnv) error {
+		r, err := run(ctx, env, cfg)
+		if err != nil {
+			return err
+		}
+		return o.emit(env, r)
+	})
 }
 
 // path returns a fresh path for one run of the scenario named.

@@ -61,16 +61,7 @@ it. --plot draws each trial's handoff time against the moment of its release.`,
   zkr demo race --waiters 50 --gap 20ms --plot race.svg`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.check(); err != nil {
-				return err
-			}
-			return a.scenario(cmd, func(ctx context.Context, env *demoEnv) error {
-				r, err := runRace(ctx, env, f.raceConfig)
-				if err != nil {
-					return err
-				}
-				return f.emit(env, r)
-			})
+			return runScenario(a, cmd, &f.output, f.config, runRace)
 		},
 	}
 	fl := cmd.Flags()
@@ -81,16 +72,17 @@ it. --plot draws each trial's handoff time against the moment of its release.`,
 	return cmd
 }
 
-func (f raceFlags) check() error {
+// config checks the flags and returns the scenario they describe.
+func (f raceFlags) config() (raceConfig, error) {
 	switch {
 	case f.waiters < 1:
-		return usagef("--waiters %d: must be at least 1", f.waiters)
+		return f.raceConfig, usagef("--waiters %d: must be at least 1", f.waiters)
 	case f.gap < time.Millisecond:
-		return usagef("--gap %v: must be at least 1ms", f.gap)
+		return f.raceConfig, usagef("--gap %v: must be at least 1ms", f.gap)
 	case f.hangAfter < 2*f.gap:
-		return usagef("--hang-after %v: must be at least twice --gap", f.hangAfter)
+		return f.raceConfig, usagef("--hang-after %v: must be at least twice --gap", f.hangAfter)
 	}
-	return f.output.check()
+	return f.raceConfig, f.output.check()
 }
 
 // raceTrial is one holder and one waiter.
@@ -125,17 +117,10 @@ type raceReport struct {
 	Trials    []raceTrial   `json:"trials"`
 }
 
-// The race's two recipes.
-const (
-	raceOurs  = "zkrecipes"
-	raceNaive = "naive"
-)
-
-func raceLabel(recipe string) string {
-	if recipe == raceOurs {
-		return "zkrecipes Mutex (watch set with getData)"
-	}
-	return "hand-rolled: exists watch, answer ignored (demo only)"
+// raceLabels name the race's two recipes in its table.
+var raceLabels = recipeLabels{
+	ours:  "zkrecipes Mutex (watch set with getData)",
+	naive: "hand-rolled: exists watch, answer ignored (demo only)",
 }
 
 // raceHolder is the holder of one trial: it holds, tells when the waiter's
@@ -174,9 +159,9 @@ func runRace(ctx context.Context, env *demoEnv, cfg raceConfig) (*raceReport, er
 	errs := make([]error, len(trials))
 	var wg sync.WaitGroup
 	for i := range trials {
-		recipe, k := raceOurs, i
+		recipe, k := recipeOurs, i
 		if i >= cfg.waiters {
-			recipe, k = raceNaive, i-cfg.waiters
+			recipe, k = recipeNaive, i-cfg.waiters
 		}
 		release := time.Duration(float64(cfg.gap) * raceSpread * (float64(k) + 0.5) / float64(cfg.waiters))
 		wg.Add(1)
@@ -201,7 +186,7 @@ func runRace(ctx context.Context, env *demoEnv, cfg raceConfig) (*raceReport, er
 		return nil, err
 	}
 	rep := &raceReport{where: env.where(), Gap: cfg.gap, HangAfter: cfg.hangAfter, Trials: trials}
-	for _, recipe := range []string{raceOurs, raceNaive} {
+	for _, recipe := range []string{recipeOurs, recipeNaive} {
 		row := raceRow{Recipe: recipe}
 		var handoffs []time.Duration
 		for _, t := range trials {
@@ -235,7 +220,7 @@ func raceOne(ctx context.Context, env *demoEnv, cfg raceConfig, recipe, path str
 		waiter raceWaiter
 	)
 	switch recipe {
-	case raceOurs:
+	case recipeOurs:
 		hs, err := env.session(ctx, nil, 10*time.Second)
 		if err != nil {
 			return t, err
@@ -377,7 +362,7 @@ func (r *raceReport) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RECIPE\tWAITERS\tRELEASED IN THE GAP\tHUNG\tHANDOFF P50\tHANDOFF MAX\tHUNG WHEN STILL WAITING AFTER")
 	for _, row := range r.Rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\n", raceLabel(row.Recipe), row.Waiters, row.InGap, row.Hung,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\n", raceLabels.of(row.Recipe), row.Waiters, row.InGap, row.Hung,
 			fmtDur(row.HandoffP50), fmtDur(row.HandoffMax), fmtDur(r.HangAfter))
 	}
 	tw.Flush()
@@ -404,10 +389,10 @@ func (r *raceReport) plot(file string) error {
 		name   string
 		style  series
 	}{
-		{raceOurs, false, "zkrecipes Mutex: got the lock", oursStyle},
-		{raceNaive, false, "hand-rolled: got the lock", otherStyle},
-		{raceNaive, true, "hand-rolled: hung (drawn at the hang limit)", naiveStyle},
-		{raceOurs, true, "zkrecipes Mutex: hung", naiveStyle},
+		{recipeOurs, false, "zkrecipes Mutex: got the lock", oursStyle},
+		{recipeNaive, false, "hand-rolled: got the lock", otherStyle},
+		{recipeNaive, true, "hand-rolled: hung (drawn at the hang limit)", naiveStyle},
+		{recipeOurs, true, "zkrecipes Mutex: hung", naiveStyle},
 	} {
 		var xs, ys []float64
 		for _, t := range r.Trials {
