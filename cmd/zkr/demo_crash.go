@@ -155,37 +155,18 @@ func runCrash(ctx context.Context, env *demoEnv, cfg crashConfig) (*crashReport,
 	p.run(fmt.Sprintf("crash: %d runs at once, the longest %v", len(jobs), slices.Max(cfg.timeouts)))
 	ctx, stop := p.watchdog(ctx, stallLimit+slices.Max(cfg.timeouts))
 	defer stop()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 
 	runs := make([]crashRun, len(jobs))
-	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			path := fmt.Sprintf("%s/%s-%v", base, j.recipe, j.timeout)
-			runs[i], errs[i] = crashOne(ctx, env, j.recipe, path, j.timeout, cfg.waiters)
-			if errs[i] != nil {
-				cancel()
-			}
-			p.step(0)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil && ctx.Err() == nil {
-			return nil, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
+	err := together(ctx, len(jobs), func(ctx context.Context, i int) error {
+		j := jobs[i]
+		path := fmt.Sprintf("%s/%s-%v", base, j.recipe, j.timeout)
+		var err error
+		runs[i], err = crashOne(ctx, env, j.recipe, path, j.timeout, cfg.waiters)
+		p.step(0)
+		return err
+	})
+	if err != nil {
 		return nil, err
-	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
 	}
 	return &crashReport{where: env.where(), Waiters: cfg.waiters, Runs: runs}, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -152,37 +151,21 @@ func runRace(ctx context.Context, env *demoEnv, cfg raceConfig) (*raceReport, er
 	p.run(fmt.Sprintf("race: %d trials per recipe, gap %v", cfg.waiters, cfg.gap))
 	ctx, stop := p.watchdog(ctx, stallLimit)
 	defer stop()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 
 	trials := make([]raceTrial, 2*cfg.waiters)
-	errs := make([]error, len(trials))
-	var wg sync.WaitGroup
-	for i := range trials {
+	err = together(ctx, len(trials), func(ctx context.Context, i int) error {
 		recipe, k := recipeOurs, i
 		if i >= cfg.waiters {
 			recipe, k = recipeNaive, i-cfg.waiters
 		}
 		release := time.Duration(float64(cfg.gap) * raceSpread * (float64(k) + 0.5) / float64(cfg.waiters))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			path := fmt.Sprintf("%s/%s-%d", base, recipe, k)
-			t, err := raceOne(ctx, env, cfg, recipe, path, release, proxy.Addr())
-			trials[i], errs[i] = t, err
-			if err != nil {
-				cancel()
-			}
-			p.step(0)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil && ctx.Err() == nil {
-			return nil, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
+		path := fmt.Sprintf("%s/%s-%d", base, recipe, k)
+		var err error
+		trials[i], err = raceOne(ctx, env, cfg, recipe, path, release, proxy.Addr())
+		p.step(0)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	rep := &raceReport{where: env.where(), Gap: cfg.gap, HangAfter: cfg.hangAfter, Trials: trials}
