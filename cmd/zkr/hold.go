@@ -72,33 +72,36 @@ func (a *app) hold(cmd *cobra.Command, h holdSpec, argv []string) error {
 	if err == nil {
 		defer release(cmd, a, s, h.what, t.lost, t.release)
 	}
-	switch {
-	case sig != nil:
-		return signalled(sig, h.doing)
-	case errors.Is(err, context.DeadlineExceeded) && context.Cause(tctx) == errHoldTimeout:
+	if sig == nil && errors.Is(err, context.DeadlineExceeded) && context.Cause(tctx) == errHoldTimeout {
 		return codef(exitTimeout, "timed out after %v %s", h.timeout, h.doing)
-	case err != nil:
-		return recipeError(h.doing, err)
+	}
+	if err := waitError(sig, err, h.doing); err != nil {
+		return err
 	}
 	if h.heldLog != "" {
 		a.logf(cmd, "%s (fencing token %d)", h.heldLog, t.token)
 	}
-	held := holding{
+	return a.runHeld(cmd, s, holding{
 		what:  h.what,
 		lost:  t.lost,
 		env:   append(holderEnv(h.path, t.token), h.env...),
 		grace: h.grace,
+		idle:  h.idle,
+		end:   t.lost,
+		ended: func() error { return codef(exitLost, "lost %s: %s", h.what, lossReason(s)) },
+	}, sigs, argv)
+}
+
+// waitError is zkr's exit after waitFor returned sig and err, waiting for
+// doing: stopped by the signal, err's own exit status, or a ZooKeeper error.
+func waitError(sig os.Signal, err error, doing string) error {
+	switch {
+	case sig != nil:
+		return signalled(sig, doing)
+	case err != nil:
+		return recipeError(doing, err)
 	}
-	if len(argv) > 0 {
-		return a.runHeld(cmd, s, held, sigs, argv)
-	}
-	fmt.Fprintf(a.stderr, "%s: %s until interrupted\n", cmd.CommandPath(), h.idle)
-	select {
-	case <-sigs.ch:
-		return nil
-	case <-held.lost:
-		return codef(exitLost, "lost %s: %s", h.what, lossReason(s))
-	}
+	return nil
 }
 
 // holding is what a command runs under: a lock, a leadership, a membership.
@@ -107,11 +110,26 @@ type holding struct {
 	lost  <-chan struct{}
 	env   []string // given to the command
 	grace time.Duration
+	// Without a command, zkr says it holds idle "until interrupted" and
+	// waits for a signal (exit status 0) or for end; then it returns ended().
+	idle  string
+	end   <-chan struct{}
+	ended func() error
 }
 
 // runHeld runs argv while h is held and returns zkr's exit: the command's
 // status, or exitLost with the reason when the holding was lost first.
+// Without argv it waits as h says.
 func (a *app) runHeld(cmd *cobra.Command, s *zkrecipes.Session, h holding, sigs *signals, argv []string) error {
+	if len(argv) == 0 {
+		fmt.Fprintf(a.stderr, "%s: %s until interrupted\n", cmd.CommandPath(), h.idle)
+		select {
+		case <-sigs.ch:
+			return nil
+		case <-h.end:
+			return h.ended()
+		}
+	}
 	select {
 	case <-h.lost:
 		return codef(exitLost, "lost %s before the command started: %s", h.what, lossReason(s))

@@ -121,16 +121,12 @@ func (a *app) register(cmd *cobra.Command, f registerFlags, base, name string, a
 		r, err = zkrecipes.NewDiscovery(s, base).Register(ctx, inst)
 		return err
 	})
-	switch {
-	case sig != nil:
+	if errors.Is(err, zkrecipes.ErrMemberExists) {
+		err = codef(exitHeld, "instance id %q of %s is held by another session", inst.ID, name)
+	}
+	if err := waitError(sig, err, "registering in "+base); err != nil {
 		closeSession(s)
-		return signalled(sig, "registering in "+base)
-	case errors.Is(err, zkrecipes.ErrMemberExists):
-		closeSession(s)
-		return codef(exitHeld, "instance id %q of %s is held by another session", inst.ID, name)
-	case err != nil:
-		closeSession(s)
-		return recipeError("registering in "+base, err)
+		return err
 	}
 	inst = r.Instance()
 	a.logf(cmd, "registered %s/%s/%s", base, name, inst.ID)
@@ -169,23 +165,18 @@ func (a *app) register(cmd *cobra.Command, f registerFlags, base, name string, a
 		}
 	}()
 
-	h := holding{
+	return a.runHeld(cmd, s, holding{
 		what: fmt.Sprintf("registration %q of %s", inst.ID, name),
 		env:  append(holderEnv(base+"/"+name, 0), "ZKR_ID="+inst.ID),
-	}
-	if len(argv) > 0 {
-		return a.runHeld(cmd, s, h, sigs, argv)
-	}
-	fmt.Fprintf(a.stderr, "%s: instance %q of %s registered in %s until interrupted\n", cmd.CommandPath(), inst.ID, name, base)
-	select {
-	case <-sigs.ch:
-		return nil
-	case <-kept:
-		if keptErr == nil {
-			return nil
-		}
-		return recipeError("keeping "+inst.ID+" registered", keptErr)
-	}
+		idle: fmt.Sprintf("instance %q of %s registered in %s", inst.ID, name, base),
+		end:  kept,
+		ended: func() error {
+			if keptErr == nil {
+				return nil
+			}
+			return recipeError("keeping "+inst.ID+" registered", keptErr)
+		},
+	}, sigs, argv)
 }
 
 func (a *app) newServicesCmd() *cobra.Command {
