@@ -166,6 +166,23 @@ func (p *proc) exited() bool {
 	}
 }
 
+// startServer starts "zkr server" with args and waits until it has printed
+// its n listening addresses, one a line; it returns them.
+func startServer(t *testing.T, n int, args ...string) (*proc, []string) {
+	t.Helper()
+	srv := start(t, nil, append([]string{"server"}, args...)...)
+	what := "zkr server printed no address"
+	if n > 1 {
+		what += "es"
+	}
+	var addrs []string
+	eventually(t, 10*time.Second, what, func() bool {
+		addrs = strings.Fields(srv.stdout.String())
+		return len(addrs) == n
+	})
+	return srv, addrs
+}
+
 // result is how a zkr run ended.
 type result struct {
 	code           int

@@ -74,12 +74,8 @@ func TestSASL(t *testing.T) {
 // as that user; a session without SASL is refused.
 func TestServerSASL(t *testing.T) {
 	t.Parallel()
-	srv := start(t, nil, "server", "--addr", "127.0.0.1:0", "--tick", "100ms", "--sasl-user", "bob", "--sasl-password", "pw", "--require-sasl")
-	var addr string
-	eventually(t, 10*time.Second, "zkr server printed no address", func() bool {
-		addr = strings.TrimSpace(srv.stdout.String())
-		return addr != ""
-	})
+	srv, addrs := startServer(t, 1, "--addr", "127.0.0.1:0", "--tick", "100ms", "--sasl-user", "bob", "--sasl-password", "pw", "--require-sasl")
+	addr := addrs[0]
 	if r := zkr(t, "--servers", addr, "--sasl-user", "bob", "--sasl-password", "pw", "lock", "/sasl/lock", "--", "true"); r.code != 0 {
 		t.Fatalf("zkr lock with SASL: exit %d: %s", r.code, r.stderr)
 	}
