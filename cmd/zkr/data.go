@@ -24,24 +24,14 @@ import (
 // the path; a bad path or value is bad input (2).
 
 // withSession runs f on a new session, closed afterwards, and gives its
-// error an exit status.
+// error an exit status; a signal makes it "WHAT: interrupted" (status 1).
 func (a *app) withSession(cmd *cobra.Command, what string, f func(ctx context.Context, s *zkrecipes.Session) error) error {
-	sigs := catchSignals()
-	defer sigs.release()
-	ctx, stop := sigs.cancelOn(cmd.Context())
-	defer stop()
-	s, err := a.connect(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer closeSession(s)
-	if err := f(ctx, s); err != nil {
-		if ctx.Err() != nil {
-			return codef(exitFailure, "%s: interrupted", what)
+	return a.session(cmd, codef(exitFailure, "%s: interrupted", what), func(ctx context.Context, s *zkrecipes.Session) error {
+		if err := f(ctx, s); err != nil {
+			return dataError(what, err)
 		}
-		return dataError(what, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // dataError words the data plane's errors for an operator. The client's

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -76,6 +77,24 @@ Without a scenario, zkr demo runs herd, with herd's flags.`,
 	cmd.AddCommand(a.newHerdCmd(), a.newRaceCmd(), a.newCrashCmd(), a.newWatchesCmd(),
 		a.newElectionCmd(), a.newPayloadCmd(), a.newAllCmd())
 	return cmd
+}
+
+// Every scenario runs zkrecipes' recipe and the naive or hand-rolled one;
+// its report names them so.
+const (
+	recipeOurs  = "zkrecipes"
+	recipeNaive = "naive"
+)
+
+// recipeLabels name a scenario's two recipes in its table.
+type recipeLabels struct{ ours, naive string }
+
+// of is recipe's label.
+func (l recipeLabels) of(recipe string) string {
+	if recipe == recipeOurs {
+		return l.ours
+	}
+	return l.naive
 }
 
 // output is how a scenario shows its results: --json and --plot.
@@ -199,6 +218,23 @@ func (a *app) scenario(cmd *cobra.Command, fn func(ctx context.Context, env *dem
 	return interrupted(err)
 }
 
+// runScenario is a scenario command's run: config checks its flags and
+// says what to run, run runs it on the demo's servers, and what it found is
+// printed (and drawn) as o says.
+func runScenario[C any, R finding](a *app, cmd *cobra.Command, o *output, config func() (C, error), run func(context.Context, *demoEnv, C) (R, error)) error {
+	cfg, err := config()
+	if err != nil {
+		return err
+	}
+	return a.scenario(cmd, func(ctx context.Context, env *demoEnv) error {
+		r, err := run(ctx, env, cfg)
+		if err != nil {
+			return err
+		}
+		return o.emit(env, r)
+	})
+}
+
 // path returns a fresh path for one run of the scenario named.
 func (env *demoEnv) path(name string) string {
 	return fmt.Sprintf("%s/zkr-demo/%s-%d", env.root, name, time.Now().UnixNano())
@@ -214,30 +250,55 @@ const connectTimeout = 30 * time.Second
 
 // session opens a zkrecipes session on servers (the scenario's if nil).
 func (env *demoEnv) session(ctx context.Context, servers []string, timeout time.Duration, opts ...zkrecipes.SessionOption) (*zkrecipes.Session, error) {
-	if servers == nil {
-		servers = env.servers
-	}
-	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	s, err := zkrecipes.NewSession(cctx, servers, append([]zkrecipes.SessionOption{zkrecipes.WithSessionTimeout(timeout)}, opts...)...)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", strings.Join(servers, ","), err)
-	}
-	return s, nil
+	return dial(ctx, env, servers, func(ctx context.Context, servers []string) (*zkrecipes.Session, error) {
+		return zkrecipes.NewSession(ctx, servers, append([]zkrecipes.SessionOption{zkrecipes.WithSessionTimeout(timeout)}, opts...)...)
+	})
 }
 
 // client opens a plain zkclient session on servers (the scenario's if nil).
 func (env *demoEnv) client(ctx context.Context, servers []string, timeout time.Duration, opts ...zkclient.Option) (*zkclient.Client, error) {
+	return dial(ctx, env, servers, func(ctx context.Context, servers []string) (*zkclient.Client, error) {
+		return zkclient.Connect(ctx, servers, append([]zkclient.Option{zkclient.WithSessionTimeout(timeout)}, opts...)...)
+	})
+}
+
+// dial runs connect on servers (the scenario's if nil), giving it
+// connectTimeout, and says where it failed to connect.
+func dial[C any](ctx context.Context, env *demoEnv, servers []string, connect func(context.Context, []string) (C, error)) (C, error) {
 	if servers == nil {
 		servers = env.servers
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	c, err := zkclient.Connect(cctx, servers, append([]zkclient.Option{zkclient.WithSessionTimeout(timeout)}, opts...)...)
+	c, err := connect(cctx, servers)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", strings.Join(servers, ","), err)
+		var none C
+		return none, fmt.Errorf("connecting to %s: %w", strings.Join(servers, ","), err)
 	}
 	return c, nil
+}
+
+// together runs f(ctx, i) for every i below n at once and waits for them
+// all. The first error cancels the others' ctx; together returns it, or
+// the error of ctx if ctx ended first.
+func together(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(cctx, i); err != nil {
+				cancel(err) // the first cause stays
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return context.Cause(cctx)
 }
 
 // ms is a duration in milliseconds, for plots.

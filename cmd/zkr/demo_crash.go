@@ -62,17 +62,7 @@ session timeout.`,
   zkr demo crash --timeouts 1s,5s,10s --waiters 5 --plot crash.svg`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := f.config()
-			if err != nil {
-				return err
-			}
-			return a.scenario(cmd, func(ctx context.Context, env *demoEnv) error {
-				r, err := runCrash(ctx, env, cfg)
-				if err != nil {
-					return err
-				}
-				return f.emit(env, r)
-			})
+			return runScenario(a, cmd, &f.output, f.config, runCrash)
 		},
 	}
 	fl := cmd.Flags()
@@ -98,17 +88,10 @@ func (f crashFlags) config() (crashConfig, error) {
 	return cfg, f.check()
 }
 
-// The crash's two recipes.
-const (
-	crashOurs  = "zkrecipes"
-	crashNaive = "naive"
-)
-
-func crashLabel(recipe string) string {
-	if recipe == crashOurs {
-		return "zkrecipes Mutex"
-	}
-	return "hand-rolled: watch the parent, no token"
+// crashLabels name the crash's two recipes in its table.
+var crashLabels = recipeLabels{
+	ours:  "zkrecipes Mutex",
+	naive: "hand-rolled: watch the parent, no token",
 }
 
 // crashNode is a node deleted during a run.
@@ -163,7 +146,7 @@ func runCrash(ctx context.Context, env *demoEnv, cfg crashConfig) (*crashReport,
 	}
 	var jobs []job
 	for _, t := range cfg.timeouts {
-		for _, r := range []string{crashOurs, crashNaive} {
+		for _, r := range []string{recipeOurs, recipeNaive} {
 			jobs = append(jobs, job{r, t})
 		}
 	}
@@ -172,37 +155,18 @@ func runCrash(ctx context.Context, env *demoEnv, cfg crashConfig) (*crashReport,
 	p.run(fmt.Sprintf("crash: %d runs at once, the longest %v", len(jobs), slices.Max(cfg.timeouts)))
 	ctx, stop := p.watchdog(ctx, stallLimit+slices.Max(cfg.timeouts))
 	defer stop()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 
 	runs := make([]crashRun, len(jobs))
-	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			path := fmt.Sprintf("%s/%s-%v", base, j.recipe, j.timeout)
-			runs[i], errs[i] = crashOne(ctx, env, j.recipe, path, j.timeout, cfg.waiters)
-			if errs[i] != nil {
-				cancel()
-			}
-			p.step(0)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil && ctx.Err() == nil {
-			return nil, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
+	err := together(ctx, len(jobs), func(ctx context.Context, i int) error {
+		j := jobs[i]
+		path := fmt.Sprintf("%s/%s-%v", base, j.recipe, j.timeout)
+		var err error
+		runs[i], err = crashOne(ctx, env, j.recipe, path, j.timeout, cfg.waiters)
+		p.step(0)
+		return err
+	})
+	if err != nil {
 		return nil, err
-	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
 	}
 	return &crashReport{where: env.where(), Waiters: cfg.waiters, Runs: runs}, nil
 }
@@ -219,7 +183,7 @@ type crashContender struct {
 }
 
 func openCrashContender(ctx context.Context, env *demoEnv, recipe, name, path string, servers []string, timeout time.Duration) (*crashContender, error) {
-	if recipe == crashOurs {
+	if recipe == recipeOurs {
 		s, err := env.session(ctx, servers, timeout, zkrecipes.WithStrict())
 		if err != nil {
 			return nil, err
@@ -405,7 +369,7 @@ func crashOne(ctx context.Context, env *demoEnv, recipe, path string, timeout ti
 // crashWrite writes value to the register as the recipe's holders do:
 // with their token (zkrecipes), or without (hand-rolled).
 func crashWrite(ctx context.Context, reg *register, recipe string, token int64, value string) error {
-	if recipe != crashOurs {
+	if recipe != recipeOurs {
 		return reg.plainWrite(ctx, value)
 	}
 	ok, have, err := reg.fencedWrite(ctx, token, value)
@@ -419,7 +383,7 @@ func crashWrite(ctx context.Context, reg *register, recipe string, token int64, 
 // token (zkrecipes), or without (hand-rolled). It returns "refused" or
 // "accepted".
 func crashLateWrite(ctx context.Context, reg *register, recipe string, token int64) (string, error) {
-	if recipe != crashOurs {
+	if recipe != recipeOurs {
 		return "accepted", reg.plainWrite(ctx, "A (late)")
 	}
 	ok, _, err := reg.fencedWrite(ctx, token, "A (late)")
@@ -536,12 +500,12 @@ func (r *crashReport) print(w io.Writer) {
 			deleted = []string{"none"}
 		}
 		late := run.LateWrite
-		if run.Recipe == crashOurs && run.LateWrite == "refused" {
+		if run.Recipe == recipeOurs && run.LateWrite == "refused" {
 			late = fmt.Sprintf("refused (token %d < %d)", run.OldToken, run.NewToken)
 		} else if run.LateWrite == "accepted" {
 			late = "accepted: overwrote " + run.Next + "'s"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d of %d\t%s\n", fmtTimeout(run.Timeout, run.Granted), crashLabel(run.Recipe),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d of %d\t%s\n", fmtTimeout(run.Timeout, run.Granted), crashLabels.of(run.Recipe),
 			fmtDur(run.NextHolder), told, strings.Join(deleted, ", "), woken, len(run.Notified), late)
 	}
 	tw.Flush()
@@ -549,7 +513,7 @@ func (r *crashReport) print(w io.Writer) {
 		if run.Timeout != r.Runs[0].Timeout {
 			break
 		}
-		fmt.Fprintf(w, "\n%s, session timeout %s:\n", crashLabel(run.Recipe), fmtDur(run.Granted))
+		fmt.Fprintf(w, "\n%s, session timeout %s:\n", crashLabels.of(run.Recipe), fmtDur(run.Granted))
 		token := "no token"
 		if run.OldToken != 0 {
 			token = fmt.Sprintf("token %d", run.OldToken)
@@ -608,9 +572,9 @@ func (r *crashReport) plot(file string) error {
 		name   string
 		style  series
 	}{
-		{crashNaive, false, "next holder (hand-rolled)", naiveStyle},
-		{crashOurs, false, "next holder (zkrecipes Mutex)", oursStyle},
-		{crashOurs, true, "old holder told it may have lost the lock (strict)", otherStyle},
+		{recipeNaive, false, "next holder (hand-rolled)", naiveStyle},
+		{recipeOurs, false, "next holder (zkrecipes Mutex)", oursStyle},
+		{recipeOurs, true, "old holder told it may have lost the lock (strict)", otherStyle},
 	} {
 		var xs, ys []float64
 		for _, run := range r.Runs {

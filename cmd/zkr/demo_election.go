@@ -50,16 +50,7 @@ leader's Campaign returning.`,
   zkr demo election --candidates 100 --failovers 10 --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.check(); err != nil {
-				return err
-			}
-			return a.scenario(cmd, func(ctx context.Context, env *demoEnv) error {
-				r, err := runElection(ctx, env, f.electionConfig)
-				if err != nil {
-					return err
-				}
-				return f.emit(env, r)
-			})
+			return runScenario(a, cmd, &f.output, f.config, runElection)
 		},
 	}
 	fl := cmd.Flags()
@@ -69,27 +60,21 @@ leader's Campaign returning.`,
 	return cmd
 }
 
-func (f electionFlags) check() error {
+// config checks the flags and returns the scenario they describe.
+func (f electionFlags) config() (electionConfig, error) {
 	switch {
 	case f.candidates < 2:
-		return usagef("--candidates %d: a failover needs at least 2", f.candidates)
+		return f.electionConfig, usagef("--candidates %d: a failover needs at least 2", f.candidates)
 	case f.failovers < 1:
-		return usagef("--failovers %d: must be at least 1", f.failovers)
+		return f.electionConfig, usagef("--failovers %d: must be at least 1", f.failovers)
 	}
-	return f.output.check()
+	return f.electionConfig, f.output.check()
 }
 
-// The election's two recipes.
-const (
-	electOurs  = "zkrecipes"
-	electNaive = "naive"
-)
-
-func electLabel(recipe string) string {
-	if recipe == electOurs {
-		return "zkrecipes Election (watch the predecessor)"
-	}
-	return "hand-rolled: all watch the leader (demo only)"
+// electLabels name the election's two recipes in its table.
+var electLabels = recipeLabels{
+	ours:  "zkrecipes Election (watch the predecessor)",
+	naive: "hand-rolled: all watch the leader (demo only)",
 }
 
 // failover is one leader's death and its successor.
@@ -122,7 +107,7 @@ type candidate struct {
 }
 
 func openCandidate(ctx context.Context, env *demoEnv, recipe, dir, id string) (*candidate, error) {
-	if recipe == electOurs {
+	if recipe == recipeOurs {
 		s, err := env.session(ctx, nil, 30*time.Second)
 		if err != nil {
 			return nil, err
@@ -147,8 +132,8 @@ func runElection(ctx context.Context, env *demoEnv, cfg electionConfig) (*electi
 	ctx, stop := p.watchdog(ctx, stallLimit)
 	defer stop()
 	rep := &electionReport{where: env.where(), Candidates: cfg.candidates}
-	for _, recipe := range []string{electOurs, electNaive} {
-		p.run(fmt.Sprintf("%s, candidates=%d", electLabel(recipe), cfg.candidates))
+	for _, recipe := range []string{recipeOurs, recipeNaive} {
+		p.run(fmt.Sprintf("%s, candidates=%d", electLabels.of(recipe), cfg.candidates))
 		run, err := electionOne(ctx, env, recipe, base+"/"+recipe, cfg, p.step)
 		if err != nil {
 			return nil, err
@@ -317,7 +302,7 @@ func (r *electionReport) print(w io.Writer) {
 		if len(times) > 0 {
 			top = slices.Max(times)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.2f\t%s\t%s\n", electLabel(run.Recipe), r.Candidates, len(run.Failovers),
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.2f\t%s\t%s\n", electLabels.of(run.Recipe), r.Candidates, len(run.Failovers),
 			events/n, listings/n, fmtDur(pct(times, 0.5)), fmtDur(top))
 	}
 	tw.Flush()

@@ -104,17 +104,8 @@ func (f herdFlags) config(cmd *cobra.Command) (herdConfig, error) {
 }
 
 func (a *app) herd(cmd *cobra.Command, f herdFlags) error {
-	cfg, err := f.config(cmd)
-	if err != nil {
-		return err
-	}
-	return a.scenario(cmd, func(ctx context.Context, env *demoEnv) error {
-		r, err := runHerd(ctx, env, cfg)
-		if err != nil {
-			return err
-		}
-		return f.emit(env, r)
-	})
+	config := func() (herdConfig, error) { return f.config(cmd) }
+	return runScenario(a, cmd, &f.output, config, runHerd)
 }
 
 // herdReport is what zkr demo herd found (--json prints it).
@@ -147,7 +138,7 @@ func runHerd(ctx context.Context, env *demoEnv, cfg herdConfig) (*herdReport, er
 
 	var cases []benchCase
 	for _, n := range cfg.clients {
-		for _, r := range []string{"zkrecipes", "naive"} {
+		for _, r := range []string{recipeOurs, recipeNaive} {
 			cases = append(cases, benchCase{
 				recipe: r, clients: n, acquisitions: n * cfg.rounds,
 				around: func(ctx context.Context) func() {
@@ -200,9 +191,9 @@ func fmtPair(p50, p99 time.Duration) string {
 // demoLabel names the herd's workloads by how their waiters watch.
 func demoLabel(recipe string) string {
 	switch recipe {
-	case "zkrecipes":
+	case recipeOurs:
 		return "predecessor watch (zkrecipes Mutex)"
-	case "naive":
+	case recipeNaive:
 		return "naive: all watch the parent (demo only)"
 	}
 	return label(recipe)
@@ -216,8 +207,8 @@ func (r *herdReport) plot(file string) error {
 		recipe string
 		style  series
 	}{
-		{"naive", naiveStyle},
-		{"zkrecipes", oursStyle},
+		{recipeNaive, naiveStyle},
+		{recipeOurs, oursStyle},
 	} {
 		var xs, ys []float64
 		for _, run := range r.Runs {

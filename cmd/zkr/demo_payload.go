@@ -68,16 +68,7 @@ refusal: it closes the connection.`,
   zkr demo payload --servers zk1:2181,zk2:2181,zk3:2181 --writes 500`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.check(); err != nil {
-				return err
-			}
-			return a.scenario(cmd, func(ctx context.Context, env *demoEnv) error {
-				r, err := runPayload(ctx, env, f.payloadConfig)
-				if err != nil {
-					return err
-				}
-				return f.emit(env, r)
-			})
+			return runScenario(a, cmd, &f.output, f.config, runPayload)
 		},
 	}
 	fl := cmd.Flags()
@@ -87,14 +78,15 @@ refusal: it closes the connection.`,
 	return cmd
 }
 
-func (f payloadFlags) check() error {
+// config checks the flags and returns the scenario they describe.
+func (f payloadFlags) config() (payloadConfig, error) {
 	switch {
 	case f.writers < 1:
-		return usagef("--writers %d: must be at least 1", f.writers)
+		return f.payloadConfig, usagef("--writers %d: must be at least 1", f.writers)
 	case f.writes < f.writers:
-		return usagef("--writes %d: must be at least --writers (%d)", f.writes, f.writers)
+		return f.payloadConfig, usagef("--writes %d: must be at least --writers (%d)", f.writes, f.writers)
 	}
-	return f.output.check()
+	return f.payloadConfig, f.output.check()
 }
 
 // payloadRun is one value size's writes.

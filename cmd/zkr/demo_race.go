@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -61,16 +60,7 @@ it. --plot draws each trial's handoff time against the moment of its release.`,
   zkr demo race --waiters 50 --gap 20ms --plot race.svg`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.check(); err != nil {
-				return err
-			}
-			return a.scenario(cmd, func(ctx context.Context, env *demoEnv) error {
-				r, err := runRace(ctx, env, f.raceConfig)
-				if err != nil {
-					return err
-				}
-				return f.emit(env, r)
-			})
+			return runScenario(a, cmd, &f.output, f.config, runRace)
 		},
 	}
 	fl := cmd.Flags()
@@ -81,16 +71,17 @@ it. --plot draws each trial's handoff time against the moment of its release.`,
 	return cmd
 }
 
-func (f raceFlags) check() error {
+// config checks the flags and returns the scenario they describe.
+func (f raceFlags) config() (raceConfig, error) {
 	switch {
 	case f.waiters < 1:
-		return usagef("--waiters %d: must be at least 1", f.waiters)
+		return f.raceConfig, usagef("--waiters %d: must be at least 1", f.waiters)
 	case f.gap < time.Millisecond:
-		return usagef("--gap %v: must be at least 1ms", f.gap)
+		return f.raceConfig, usagef("--gap %v: must be at least 1ms", f.gap)
 	case f.hangAfter < 2*f.gap:
-		return usagef("--hang-after %v: must be at least twice --gap", f.hangAfter)
+		return f.raceConfig, usagef("--hang-after %v: must be at least twice --gap", f.hangAfter)
 	}
-	return f.output.check()
+	return f.raceConfig, f.output.check()
 }
 
 // raceTrial is one holder and one waiter.
@@ -125,17 +116,10 @@ type raceReport struct {
 	Trials    []raceTrial   `json:"trials"`
 }
 
-// The race's two recipes.
-const (
-	raceOurs  = "zkrecipes"
-	raceNaive = "naive"
-)
-
-func raceLabel(recipe string) string {
-	if recipe == raceOurs {
-		return "zkrecipes Mutex (watch set with getData)"
-	}
-	return "hand-rolled: exists watch, answer ignored (demo only)"
+// raceLabels name the race's two recipes in its table.
+var raceLabels = recipeLabels{
+	ours:  "zkrecipes Mutex (watch set with getData)",
+	naive: "hand-rolled: exists watch, answer ignored (demo only)",
 }
 
 // raceHolder is the holder of one trial: it holds, tells when the waiter's
@@ -167,41 +151,25 @@ func runRace(ctx context.Context, env *demoEnv, cfg raceConfig) (*raceReport, er
 	p.run(fmt.Sprintf("race: %d trials per recipe, gap %v", cfg.waiters, cfg.gap))
 	ctx, stop := p.watchdog(ctx, stallLimit)
 	defer stop()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 
 	trials := make([]raceTrial, 2*cfg.waiters)
-	errs := make([]error, len(trials))
-	var wg sync.WaitGroup
-	for i := range trials {
-		recipe, k := raceOurs, i
+	err = together(ctx, len(trials), func(ctx context.Context, i int) error {
+		recipe, k := recipeOurs, i
 		if i >= cfg.waiters {
-			recipe, k = raceNaive, i-cfg.waiters
+			recipe, k = recipeNaive, i-cfg.waiters
 		}
 		release := time.Duration(float64(cfg.gap) * raceSpread * (float64(k) + 0.5) / float64(cfg.waiters))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			path := fmt.Sprintf("%s/%s-%d", base, recipe, k)
-			t, err := raceOne(ctx, env, cfg, recipe, path, release, proxy.Addr())
-			trials[i], errs[i] = t, err
-			if err != nil {
-				cancel()
-			}
-			p.step(0)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil && ctx.Err() == nil {
-			return nil, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
+		path := fmt.Sprintf("%s/%s-%d", base, recipe, k)
+		var err error
+		trials[i], err = raceOne(ctx, env, cfg, recipe, path, release, proxy.Addr())
+		p.step(0)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	rep := &raceReport{where: env.where(), Gap: cfg.gap, HangAfter: cfg.hangAfter, Trials: trials}
-	for _, recipe := range []string{raceOurs, raceNaive} {
+	for _, recipe := range []string{recipeOurs, recipeNaive} {
 		row := raceRow{Recipe: recipe}
 		var handoffs []time.Duration
 		for _, t := range trials {
@@ -235,7 +203,7 @@ func raceOne(ctx context.Context, env *demoEnv, cfg raceConfig, recipe, path str
 		waiter raceWaiter
 	)
 	switch recipe {
-	case raceOurs:
+	case recipeOurs:
 		hs, err := env.session(ctx, nil, 10*time.Second)
 		if err != nil {
 			return t, err
@@ -377,7 +345,7 @@ func (r *raceReport) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RECIPE\tWAITERS\tRELEASED IN THE GAP\tHUNG\tHANDOFF P50\tHANDOFF MAX\tHUNG WHEN STILL WAITING AFTER")
 	for _, row := range r.Rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\n", raceLabel(row.Recipe), row.Waiters, row.InGap, row.Hung,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\n", raceLabels.of(row.Recipe), row.Waiters, row.InGap, row.Hung,
 			fmtDur(row.HandoffP50), fmtDur(row.HandoffMax), fmtDur(r.HangAfter))
 	}
 	tw.Flush()
@@ -404,10 +372,10 @@ func (r *raceReport) plot(file string) error {
 		name   string
 		style  series
 	}{
-		{raceOurs, false, "zkrecipes Mutex: got the lock", oursStyle},
-		{raceNaive, false, "hand-rolled: got the lock", otherStyle},
-		{raceNaive, true, "hand-rolled: hung (drawn at the hang limit)", naiveStyle},
-		{raceOurs, true, "zkrecipes Mutex: hung", naiveStyle},
+		{recipeOurs, false, "zkrecipes Mutex: got the lock", oursStyle},
+		{recipeNaive, false, "hand-rolled: got the lock", otherStyle},
+		{recipeNaive, true, "hand-rolled: hung (drawn at the hang limit)", naiveStyle},
+		{recipeOurs, true, "zkrecipes Mutex: hung", naiveStyle},
 	} {
 		var xs, ys []float64
 		for _, t := range r.Trials {

@@ -35,7 +35,7 @@ func TestDemoRace(t *testing.T) {
 	var rep raceReport
 	demoJSON(t, &rep, "race", "--waiters", "6", "--gap", "100ms", "--hang-after", "600ms")
 	t.Logf("%+v", rep.Rows)
-	if len(rep.Rows) != 2 || rep.Rows[0].Recipe != raceOurs || rep.Rows[1].Recipe != raceNaive {
+	if len(rep.Rows) != 2 || rep.Rows[0].Recipe != recipeOurs || rep.Rows[1].Recipe != recipeNaive {
 		t.Fatalf("rows %+v, want zkrecipes then naive", rep.Rows)
 	}
 	ours, naive := rep.Rows[0], rep.Rows[1]
@@ -89,7 +89,7 @@ func TestDemoCrash(t *testing.T) {
 			}
 		}
 		switch run.Recipe {
-		case crashOurs:
+		case recipeOurs:
 			if woken != 1 || run.Notified[0].Events != 1 {
 				t.Errorf("zkrecipes: waiters told %+v, want W1 alone, with one event", run.Notified)
 			}
@@ -99,7 +99,7 @@ func TestDemoCrash(t *testing.T) {
 			if run.ToldLost <= 0 || run.ToldLost >= run.NextHolder {
 				t.Errorf("zkrecipes: the old holder was told after %v, want before the next holder (%v)", run.ToldLost, run.NextHolder)
 			}
-		case crashNaive:
+		case recipeNaive:
 			if woken != 2 {
 				t.Errorf("hand-rolled: waiters told %+v, want both", run.Notified)
 			}
@@ -145,7 +145,7 @@ func TestDemoElection(t *testing.T) {
 			t.Errorf("%s: %d failovers, want 3", run.Recipe, len(run.Failovers))
 		}
 		want := int64(1)
-		if run.Recipe == electNaive {
+		if run.Recipe == recipeNaive {
 			want = 4
 		}
 		for _, f := range run.Failovers {

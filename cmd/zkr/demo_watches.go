@@ -54,16 +54,7 @@ the changes made and the notifications each watcher handled over time.`,
   zkr demo watches --changes 1000 --work 2ms --plot watches.svg`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.check(); err != nil {
-				return err
-			}
-			return a.scenario(cmd, func(ctx context.Context, env *demoEnv) error {
-				r, err := runWatches(ctx, env, f.watchesConfig)
-				if err != nil {
-					return err
-				}
-				return f.emit(env, r)
-			})
+			return runScenario(a, cmd, &f.output, f.config, runWatches)
 		},
 	}
 	fl := cmd.Flags()
@@ -74,16 +65,17 @@ the changes made and the notifications each watcher handled over time.`,
 	return cmd
 }
 
-func (f watchesFlags) check() error {
+// config checks the flags and returns the scenario they describe.
+func (f watchesFlags) config() (watchesConfig, error) {
 	switch {
 	case f.changes < 1:
-		return usagef("--changes %d: must be at least 1", f.changes)
+		return f.watchesConfig, usagef("--changes %d: must be at least 1", f.changes)
 	case f.interval < 0:
-		return usagef("--interval %v: must not be negative", f.interval)
+		return f.watchesConfig, usagef("--interval %v: must not be negative", f.interval)
 	case f.work < 0:
-		return usagef("--work %v: must not be negative", f.work)
+		return f.watchesConfig, usagef("--work %v: must not be negative", f.work)
 	}
-	return f.output.check()
+	return f.watchesConfig, f.output.check()
 }
 
 // The two watchers.

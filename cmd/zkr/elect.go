@@ -71,50 +71,28 @@ lost, 6 no connection to ZooKeeper, 126/127 COMMAND cannot be run / not found.`,
 	return cmd
 }
 
-// errCampaignTimeout is the cause of a --timeout expiring.
-var errCampaignTimeout = errors.New("campaign timeout")
-
 func (a *app) elect(cmd *cobra.Command, f electFlags, path string, argv []string) error {
 	if f.timeout < 0 || f.grace < 0 {
 		return usagef("--timeout and --grace must not be negative")
 	}
-	sigs := catchSignals()
-	defer sigs.release()
-	ctx := cmd.Context()
-	s, err := a.connectOrSignal(ctx, sigs, true)
-	if err != nil {
-		return err
-	}
-	defer closeSession(s)
-
-	e := zkrecipes.NewElection(s, path, f.id)
 	what := "leadership of " + path
-	cctx := ctx
-	if f.timeout > 0 {
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeoutCause(ctx, f.timeout, errCampaignTimeout)
-		defer cancel()
-	}
-	a.logf(cmd, "campaigning for %s as %q (session 0x%x)", path, f.id, s.ID())
-	sig, err := waitFor(cctx, sigs, e.Campaign)
-	if err == nil {
-		defer release(cmd, a, s, what, e.Lost(), e.Resign)
-	}
-	switch {
-	case sig != nil:
-		return signalled(sig, "campaigning for "+what)
-	case errors.Is(err, context.DeadlineExceeded) && context.Cause(cctx) == errCampaignTimeout:
-		return codef(exitTimeout, "timed out after %v campaigning for %s", f.timeout, what)
-	case err != nil:
-		return recipeError("campaigning for "+what, err)
-	}
-	a.logf(cmd, "leading %s (fencing token %d)", path, e.Token())
-	return a.runHeld(cmd, s, holding{
-		what:  what,
-		lost:  e.Lost(),
-		env:   append(holderEnv(path, e.Token()), "ZKR_ID="+f.id),
-		grace: f.grace,
-	}, sigs, argv)
+	return a.hold(cmd, holdSpec{
+		path:    path,
+		what:    what,
+		doing:   "campaigning for " + what,
+		waitLog: fmt.Sprintf("campaigning for %s as %q", path, f.id),
+		heldLog: "leading " + path,
+		timeout: f.timeout,
+		grace:   f.grace,
+		env:     []string{"ZKR_ID=" + f.id},
+		take: func(ctx context.Context, s *zkrecipes.Session) (taken, error) {
+			e := zkrecipes.NewElection(s, path, f.id)
+			if err := e.Campaign(ctx); err != nil {
+				return taken{}, err
+			}
+			return taken{release: e.Resign, lost: e.Lost(), token: e.Token()}, nil
+		},
+	}, argv)
 }
 
 // observe prints the leader of path at once and at every change.

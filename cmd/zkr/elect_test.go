@@ -10,11 +10,6 @@ import (
 	"time"
 )
 
-// alive reports whether the process pid exists.
-func alive(pid int) bool {
-	return syscall.Kill(pid, 0) == nil
-}
-
 // leaders reads the pid files that leaders' commands wrote: id -> pid.
 func leaders(t *testing.T, dir string) map[string]int {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -12,39 +13,65 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// zkr's exit codes; see the package documentation and exitCodesHelp.
+// zkr's exit codes. exitCodes says what each means.
 const (
 	exitOK         = 0
-	exitFailure    = 1   // internal or ZooKeeper error, refused credentials included
-	exitUsage      = 2   // bad input
-	exitTimeout    = 3   // --timeout expired while waiting
-	exitHeld       = 4   // not obtained without waiting
-	exitLost       = 5   // lost while the command ran
-	exitConnect    = 6   // no ZooKeeper to talk to (a failed TLS handshake included)
-	exitCannotExec = 126 // the command could not be executed
-	exitNotFound   = 127 // the command was not found
+	exitFailure    = 1
+	exitUsage      = 2
+	exitTimeout    = 3
+	exitHeld       = 4
+	exitLost       = 5
+	exitConnect    = 6
+	exitCannotExec = 126
+	exitNotFound   = 127
 	exitSignal     = 128 // + the signal's number
 )
 
+// exitCodes is zkr's exit status table: the one source of the table in
+// "zkr --help" (exitCodesHelp). The package documentation and README.md
+// say the same (TestExitCodesDocumented holds them to it). A meaning's
+// lines are those of the help text.
+var exitCodes = []struct {
+	code    int
+	meaning string
+}{
+	{exitOK, "success"},
+	{exitFailure, `internal or ZooKeeper error, including credentials refused by the
+server or by a node's ACL (--auth, --sasl-user, --kerberos-principal,
+--tls-cert) and a missing chroot`},
+	{exitUsage, `bad input: unknown flag, bad path, bad duration, missing command,
+unreadable or invalid TLS or Kerberos file`},
+	{exitTimeout, "--timeout expired before the lock or leadership was obtained"},
+	{exitHeld, "not obtained without waiting: lock held (--try), member id taken"},
+	{exitLost, `lock, leadership or membership lost while the command ran; the command
+was stopped (SIGTERM, then SIGKILL after --grace)`},
+	{exitConnect, `could not connect to ZooKeeper, a failed TLS handshake included (or
+start one, for demo and bench)`},
+	{exitCannotExec, "the command could not be executed"},
+	{exitNotFound, "the command was not found"},
+	{exitSignal, "zkr was stopped by signal N before the command started"},
+}
+
+// exitCodeName is code as the table shows it: "128+N" for exitSignal.
+func exitCodeName(code int) string {
+	if code == exitSignal {
+		return "128+N"
+	}
+	return strconv.Itoa(code)
+}
+
 // exitCodesHelp is the exit code table shown by "zkr --help".
-const exitCodesHelp = `Exit status:
+var exitCodesHelp = func() string {
+	var b strings.Builder
+	b.WriteString(`Exit status:
   When zkr ran a command (lock, elect, join), it exits with the command's own
-  status (128+N if the command was killed by signal N), except:
-  0    success
-  1    internal or ZooKeeper error, including credentials refused by the
-       server or by a node's ACL (--auth, --sasl-user, --kerberos-principal,
-       --tls-cert) and a missing chroot
-  2    bad input: unknown flag, bad path, bad duration, missing command,
-       unreadable or invalid TLS or Kerberos file
-  3    --timeout expired before the lock or leadership was obtained
-  4    not obtained without waiting: lock held (--try), member id taken
-  5    lock, leadership or membership lost while the command ran; the command
-       was stopped (SIGTERM, then SIGKILL after --grace)
-  6    could not connect to ZooKeeper, a failed TLS handshake included (or
-       start one, for demo and bench)
-  126  the command could not be executed
-  127  the command was not found
-  128+N  zkr was stopped by signal N before the command started`
+  status (128+N if the command was killed by signal N), except:`)
+	for _, e := range exitCodes {
+		name := exitCodeName(e.code)
+		fmt.Fprintf(&b, "\n  %-*s%s", max(5, len(name)+2), name, strings.ReplaceAll(e.meaning, "\n", "\n       "))
+	}
+	return b.String()
+}()
 
 // exitError is an error that decides zkr's exit status. An exitError
 // without err ends zkr silently with code (the command's own status).

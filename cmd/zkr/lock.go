@@ -95,9 +95,6 @@ func newLocker(s *zkrecipes.Session, path string, f lockFlags) locker {
 	return locker{lock: m.Lock, try: m.TryLock, unlock: m.Unlock, token: m.Token, lost: m.Lost}
 }
 
-// errLockTimeout is the cause of a --timeout expiring.
-var errLockTimeout = errors.New("lock timeout")
-
 func (a *app) lock(cmd *cobra.Command, f lockFlags, path string, argv []string) error {
 	switch {
 	case f.try && f.timeout != 0:
@@ -109,20 +106,6 @@ func (a *app) lock(cmd *cobra.Command, f lockFlags, path string, argv []string) 
 	case f.grace < 0:
 		return usagef("--grace %v: must not be negative", f.grace)
 	}
-	sigs := catchSignals()
-	defer sigs.release()
-	ctx := cmd.Context()
-	s, err := a.connectOrSignal(ctx, sigs, true)
-	if err != nil {
-		return err
-	}
-	defer closeSession(s)
-
-	l := newLocker(s, path, f)
-	acquire := l.lock
-	if f.try {
-		acquire = l.try
-	}
 	what := "the lock on " + path
 	switch {
 	case f.shared:
@@ -130,32 +113,28 @@ func (a *app) lock(cmd *cobra.Command, f lockFlags, path string, argv []string) 
 	case f.write:
 		what = "the write lock on " + path
 	}
-	lctx := ctx
-	if f.timeout > 0 {
-		var cancel context.CancelFunc
-		lctx, cancel = context.WithTimeoutCause(ctx, f.timeout, errLockTimeout)
-		defer cancel()
-	}
-	a.logf(cmd, "waiting for %s (session 0x%x)", what, s.ID())
-	sig, err := waitFor(lctx, sigs, acquire)
-	if err == nil {
-		defer release(cmd, a, s, what, l.lost(), l.unlock)
-	}
-	switch {
-	case sig != nil:
-		return signalled(sig, "waiting for "+what)
-	case errors.Is(err, zkrecipes.ErrLocked):
-		return codef(exitHeld, "%s is held by another process (--try)", what)
-	case errors.Is(err, context.DeadlineExceeded) && context.Cause(lctx) == errLockTimeout:
-		return codef(exitTimeout, "timed out after %v waiting for %s", f.timeout, what)
-	case err != nil:
-		return recipeError("waiting for "+what, err)
-	}
-	a.logf(cmd, "holding %s (fencing token %d)", what, l.token())
-	return a.runHeld(cmd, s, holding{
-		what:  what,
-		lost:  l.lost(),
-		env:   holderEnv(path, l.token()),
-		grace: f.grace,
-	}, sigs, argv)
+	return a.hold(cmd, holdSpec{
+		path:    path,
+		what:    what,
+		doing:   "waiting for " + what,
+		waitLog: "waiting for " + what,
+		heldLog: "holding " + what,
+		timeout: f.timeout,
+		grace:   f.grace,
+		take: func(ctx context.Context, s *zkrecipes.Session) (taken, error) {
+			l := newLocker(s, path, f)
+			acquire := l.lock
+			if f.try {
+				acquire = l.try
+			}
+			err := acquire(ctx)
+			switch {
+			case errors.Is(err, zkrecipes.ErrLocked):
+				return taken{}, codef(exitHeld, "%s is held by another process (--try)", what)
+			case err != nil:
+				return taken{}, err
+			}
+			return taken{release: l.unlock, lost: l.lost(), token: l.token()}, nil
+		},
+	}, argv)
 }

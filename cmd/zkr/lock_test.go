@@ -274,3 +274,24 @@ func TestLockTrySharedAndWrite(t *testing.T) {
 		t.Errorf("nodes left behind: %v", kids)
 	}
 }
+
+// TestHoldReleases checks that lock, elect and join give their holding
+// back themselves (-v says so) rather than leave it to the closing of the
+// session, which deletes the node too.
+func TestHoldReleases(t *testing.T) {
+	servers(t)
+	path := testPath(t, "x")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"lock", path + "/lock", "--", "true"}, "released the lock on " + path + "/lock"},
+		{[]string{"elect", path + "/elect", "--id", "a", "--", "true"}, "released leadership of " + path + "/elect"},
+		{[]string{"join", path + "/group", "--id", "a", "--", "true"}, `released membership "a" of ` + path + "/group"},
+	} {
+		r := zkr(t, append([]string{"-v"}, tt.args...)...)
+		if r.code != 0 || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("zkr -v %q: exit %d, stderr does not say %q:\n%s", tt.args, r.code, tt.want, r.stderr)
+		}
+	}
+}

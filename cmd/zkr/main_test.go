@@ -17,10 +17,12 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// The tests run the zkr binary, built once, against one real ZooKeeper.
+// The tests run the zkr binary, built once, against one real ZooKeeper
+// (tests that need a TLS, SASL or Kerberos server start their own).
 var (
 	zkrBin    string
 	shared    *zktest.Cluster
@@ -58,8 +60,6 @@ func testMain(m *testing.M) int {
 	if shared != nil {
 		defer shared.Close()
 	}
-	defer closeTLSCluster()  // if a TLS test started it
-	defer closeSASLCluster() // if a SASL test started it
 	if buildErr != nil {
 		fmt.Fprintf(os.Stderr, "building zkr: %v\n", buildErr)
 		return 1
@@ -166,6 +166,23 @@ func (p *proc) exited() bool {
 	}
 }
 
+// startServer starts "zkr server" with args and waits until it has printed
+// its n listening addresses, one a line; it returns them.
+func startServer(t *testing.T, n int, args ...string) (*proc, []string) {
+	t.Helper()
+	srv := start(t, nil, append([]string{"server"}, args...)...)
+	what := "zkr server printed no address"
+	if n > 1 {
+		what += "es"
+	}
+	var addrs []string
+	eventually(t, 10*time.Second, what, func() bool {
+		addrs = strings.Fields(srv.stdout.String())
+		return len(addrs) == n
+	})
+	return srv, addrs
+}
+
 // result is how a zkr run ended.
 type result struct {
 	code           int
@@ -262,4 +279,40 @@ func children(t *testing.T, conn *zk.Conn, path string) []string {
 func fileExists(name string) bool {
 	_, err := os.Stat(name)
 	return err == nil
+}
+
+// alive reports whether the process pid exists.
+func alive(pid int) bool {
+	return syscall.Kill(pid, 0) == nil
+}
+
+// client opens a zkclient session on addrs for the test's own checks.
+func client(t *testing.T, addrs []string, opts ...zkclient.Option) *zkclient.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := zkclient.Connect(ctx, addrs, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// mkdirs creates path and its missing parents, path with acl and the
+// parents open to all.
+func mkdirs(t *testing.T, c *zkclient.Client, path string, acl []zkclient.ACL) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	segs := strings.Split(path[1:], "/")
+	for i := range segs {
+		p, a := "/"+strings.Join(segs[:i+1], "/"), zkclient.WorldACL(zkclient.PermAll)
+		if i == len(segs)-1 {
+			a = acl
+		}
+		if _, err := c.Create(ctx, p, nil, zkclient.Persistent, a); err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
+			t.Fatalf("create %s: %v", p, err)
+		}
+	}
 }

@@ -30,7 +30,9 @@ member joins, leaves or changes its data, until interrupted.`,
   zkr members /services/mailer --json`,
 		Args: onePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.members(cmd, args[0], watch, asJSON)
+			return a.session(cmd, nil, func(ctx context.Context, s *zkrecipes.Session) error {
+				return a.members(ctx, s, args[0], watch, asJSON)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&watch, "watch", false, "print the members again at every change, until interrupted")
@@ -53,20 +55,9 @@ func shown(ms []zkrecipes.Member) []member {
 	return out
 }
 
-func (a *app) members(cmd *cobra.Command, path string, watch, asJSON bool) error {
-	sigs := catchSignals()
-	defer sigs.release()
-	ctx, stop := sigs.cancelOn(cmd.Context())
-	defer stop()
-	s, err := a.connect(ctx, false)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	defer closeSession(s)
-
+// members prints the members of path; with watch, again at every change,
+// until ctx is cancelled.
+func (a *app) members(ctx context.Context, s *zkrecipes.Session, path string, watch, asJSON bool) error {
 	show := func(ms []member) {
 		switch {
 		case asJSON:
@@ -88,9 +79,6 @@ func (a *app) members(cmd *cobra.Command, path string, watch, asJSON bool) error
 	// One read first, to report a bad path or an unreadable group.
 	ms, err := zkrecipes.GroupMembers(ctx, s, path)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return recipeError("members of "+path, err)
 	}
 	last := shown(ms)
@@ -103,9 +91,6 @@ func (a *app) members(cmd *cobra.Command, path string, watch, asJSON bool) error
 			show(cur)
 			last = cur
 		}
-	}
-	if ctx.Err() != nil {
-		return nil // interrupted: the normal end
 	}
 	if err := s.Err(); err != nil {
 		return withCode(exitFailure, fmt.Errorf("watching members of %s: %w", path, err))
@@ -160,47 +145,22 @@ func (a *app) join(cmd *cobra.Command, f joinFlags, path string, argv []string) 
 	if f.grace < 0 {
 		return usagef("--grace %v: must not be negative", f.grace)
 	}
-	sigs := catchSignals()
-	defer sigs.release()
-	ctx := cmd.Context()
-	s, err := a.connectOrSignal(ctx, sigs, true)
-	if err != nil {
-		return err
-	}
-	defer closeSession(s)
-
-	what := fmt.Sprintf("membership %q of %s", f.id, path)
-	var g *zkrecipes.Group
-	sig, err := waitFor(ctx, sigs, func(ctx context.Context) error {
-		var err error
-		g, err = zkrecipes.JoinGroup(ctx, s, path, f.id, []byte(f.data))
-		return err
-	})
-	if err == nil {
-		defer release(cmd, a, s, what, g.Lost(), g.Leave)
-	}
-	switch {
-	case sig != nil:
-		return signalled(sig, "joining "+path)
-	case errors.Is(err, zkrecipes.ErrMemberExists):
-		return codef(exitHeld, "member id %q is taken in %s", f.id, path)
-	case err != nil:
-		return recipeError("joining "+path, err)
-	}
-	h := holding{
-		what:  what,
-		lost:  g.Lost(),
-		env:   append(holderEnv(path, 0), "ZKR_ID="+f.id),
+	return a.hold(cmd, holdSpec{
+		path:  path,
+		what:  fmt.Sprintf("membership %q of %s", f.id, path),
+		doing: "joining " + path,
 		grace: f.grace,
-	}
-	if len(argv) > 0 {
-		return a.runHeld(cmd, s, h, sigs, argv)
-	}
-	fmt.Fprintf(a.stderr, "%s: member %q of %s until interrupted\n", cmd.CommandPath(), f.id, path)
-	select {
-	case <-sigs.ch:
-		return nil
-	case <-h.lost:
-		return codef(exitLost, "lost %s: %s", what, lossReason(s))
-	}
+		env:   []string{"ZKR_ID=" + f.id},
+		idle:  fmt.Sprintf("member %q of %s", f.id, path),
+		take: func(ctx context.Context, s *zkrecipes.Session) (taken, error) {
+			g, err := zkrecipes.JoinGroup(ctx, s, path, f.id, []byte(f.data))
+			switch {
+			case errors.Is(err, zkrecipes.ErrMemberExists):
+				return taken{}, codef(exitHeld, "member id %q is taken in %s", f.id, path)
+			case err != nil:
+				return taken{}, err
+			}
+			return taken{release: g.Leave, lost: g.Lost()}, nil
+		},
+	}, argv)
 }

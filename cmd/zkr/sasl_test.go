@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -12,40 +11,13 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// The SASL test shares one ZooKeeper started with a JAAS file, on first
-// use, closed by TestMain.
-var (
-	saslOnce    sync.Once
-	saslShared  *zktest.Cluster
-	saslErr     error
-	saslStarted bool
-)
-
-func saslCluster(t *testing.T) *zktest.Cluster {
-	t.Helper()
-	saslOnce.Do(func() {
-		saslStarted = true
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		saslShared, saslErr = zktest.Start(ctx, zktest.Options{SASLUsers: map[string]string{"zkr": "s3cret"}})
-	})
-	zktest.SkipOrFail(t, saslErr)
-	return saslShared
-}
-
-func closeSASLCluster() {
-	if saslStarted && saslShared != nil {
-		saslShared.Close()
-	}
-}
-
 // TestSASL locks under a node whose sasl ACL lets only the SASL user in,
 // with the credentials by flag and by environment; a wrong password is a
 // refusal (exit status 1) that names the flags, and so is the ACL without
 // credentials.
 func TestSASL(t *testing.T) {
 	t.Parallel()
-	c := saslCluster(t)
+	c := zktest.StartT(t, zktest.Options{SASLUsers: map[string]string{"zkr": "s3cret"}})
 	addr := c.Addr(0)
 	path := testPath(t, "lock")
 	owner := client(t, []string{addr}, zkclient.WithSASL(zkclient.DigestMD5("zkr", "s3cret")))
@@ -102,12 +74,8 @@ func TestSASL(t *testing.T) {
 // as that user; a session without SASL is refused.
 func TestServerSASL(t *testing.T) {
 	t.Parallel()
-	srv := start(t, nil, "server", "--addr", "127.0.0.1:0", "--tick", "100ms", "--sasl-user", "bob", "--sasl-password", "pw", "--require-sasl")
-	var addr string
-	eventually(t, 10*time.Second, "zkr server printed no address", func() bool {
-		addr = strings.TrimSpace(srv.stdout.String())
-		return addr != ""
-	})
+	srv, addrs := startServer(t, 1, "--addr", "127.0.0.1:0", "--tick", "100ms", "--sasl-user", "bob", "--sasl-password", "pw", "--require-sasl")
+	addr := addrs[0]
 	if r := zkr(t, "--servers", addr, "--sasl-user", "bob", "--sasl-password", "pw", "lock", "/sasl/lock", "--", "true"); r.code != 0 {
 		t.Fatalf("zkr lock with SASL: exit %d: %s", r.code, r.stderr)
 	}

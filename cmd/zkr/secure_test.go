@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,66 +14,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
-
-// The TLS tests share one ZooKeeper started with Options.TLS, on first use
-// (a second JVM: only when they run), closed by TestMain.
-var (
-	tlsOnce    sync.Once
-	tlsShared  *zktest.Cluster
-	tlsErr     error
-	tlsStarted bool
-)
-
-// tlsCluster returns the shared TLS cluster, or skips the test.
-func tlsCluster(t *testing.T) *zktest.Cluster {
-	t.Helper()
-	tlsOnce.Do(func() {
-		tlsStarted = true
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		tlsShared, tlsErr = zktest.Start(ctx, zktest.Options{TLS: true})
-	})
-	zktest.SkipOrFail(t, tlsErr)
-	return tlsShared
-}
-
-// closeTLSCluster stops the TLS cluster if a test started it.
-func closeTLSCluster() {
-	if tlsStarted && tlsShared != nil {
-		tlsShared.Close()
-	}
-}
-
-// client opens a zkclient session on addrs for the test's own checks.
-func client(t *testing.T, addrs []string, opts ...zkclient.Option) *zkclient.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := zkclient.Connect(ctx, addrs, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// mkdirs creates path and its missing parents, path with acl and the
-// parents open to all.
-func mkdirs(t *testing.T, c *zkclient.Client, path string, acl []zkclient.ACL) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	segs := strings.Split(path[1:], "/")
-	for i := range segs {
-		p, a := "/"+strings.Join(segs[:i+1], "/"), zkclient.WorldACL(zkclient.PermAll)
-		if i == len(segs)-1 {
-			a = acl
-		}
-		if _, err := c.Create(ctx, p, nil, zkclient.Persistent, a); err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
-			t.Fatalf("create %s: %v", p, err)
-		}
-	}
-}
 
 // untilReleased is a command that holds until the file $D/release exists.
 const untilReleased = `touch "$D/started"; while [ ! -e "$D/release" ]; do sleep 0.05; done`
@@ -84,7 +23,7 @@ const untilReleased = `touch "$D/started"; while [ ! -e "$D/release" ]; do sleep
 // certificate-less client cannot connect there.
 func TestTLS(t *testing.T) {
 	t.Parallel() // with the other tests of this file: the JVM starts meanwhile
-	c := tlsCluster(t)
+	c := zktest.StartT(t, zktest.Options{TLS: true})
 	files := c.TLSFiles()
 	secure := c.SecureAddr(0)
 	conn := client(t, []string{secure}, zkclient.WithTLS(c.ClientTLS()))

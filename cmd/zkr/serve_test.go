@@ -16,7 +16,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -27,12 +26,8 @@ import (
 // zkr server runs zkserver: other zkr commands (and any client) use it; a
 // SIGTERM stops it cleanly.
 func TestServer(t *testing.T) {
-	srv := start(t, nil, "server", "--addr", "127.0.0.1:0", "--tick", "100ms")
-	var addr string
-	eventually(t, 10*time.Second, "zkr server printed no address", func() bool {
-		addr = strings.TrimSpace(srv.stdout.String())
-		return addr != ""
-	})
+	srv, addrs := startServer(t, 1, "--addr", "127.0.0.1:0", "--tick", "100ms")
+	addr := addrs[0]
 	env := []string{"ZKR_SERVERS=" + addr}
 	if r := start(t, env, "lock", "--id", "on-zkserver", "/srv/lock", "--", "sh", "-c", `test -n "$ZKR_FENCING_TOKEN"`); r.wait(30*time.Second) != 0 {
 		t.Fatalf("zkr lock on zkr server: stderr:\n%s", r.stderr.String())
@@ -53,13 +48,8 @@ func TestServer(t *testing.T) {
 func TestServerDataDir(t *testing.T) {
 	dir := t.TempDir()
 	run := func() (*proc, string) {
-		srv := start(t, nil, "server", "--addr", "127.0.0.1:0", "--tick", "100ms", "--data-dir", dir)
-		var addr string
-		eventually(t, 10*time.Second, "zkr server printed no address", func() bool {
-			addr = strings.TrimSpace(srv.stdout.String())
-			return addr != ""
-		})
-		return srv, addr
+		srv, addrs := startServer(t, 1, "--addr", "127.0.0.1:0", "--tick", "100ms", "--data-dir", dir)
+		return srv, addrs[0]
 	}
 	exists := func(addr string) bool {
 		r := zkr(t, "inspect", "--servers", addr, "--json", "/kept/lock")
@@ -154,13 +144,8 @@ func writeServerTLS(t *testing.T, dir string) (ca, cert, key, clientCert, client
 // connects to it over TLS.
 func TestServerTLS(t *testing.T) {
 	ca, cert, key, clientCert, clientKey := writeServerTLS(t, t.TempDir())
-	srv := start(t, nil, "server", "--addr", "127.0.0.1:0", "--secure-addr", "127.0.0.1:0", "--tick", "100ms",
+	srv, addrs := startServer(t, 2, "--addr", "127.0.0.1:0", "--secure-addr", "127.0.0.1:0", "--tick", "100ms",
 		"--tls-cert", cert, "--tls-key", key, "--tls-ca", ca)
-	var addrs []string
-	eventually(t, 10*time.Second, "zkr server printed no addresses", func() bool {
-		addrs = strings.Fields(srv.stdout.String())
-		return len(addrs) == 2
-	})
 	plain, secure := addrs[0], addrs[1]
 	tlsArgs := []string{"--servers", secure, "--tls-ca", ca, "--tls-cert", clientCert, "--tls-key", clientKey}
 	if r := zkr(t, append(tlsArgs, "lock", "/srv/tls", "--", "true")...); r.code != 0 {
@@ -198,11 +183,8 @@ func TestServerTLS(t *testing.T) {
 	}
 
 	// TLS only; bad TLS settings are bad input.
-	only := start(t, nil, "server", "--addr", "", "--secure-addr", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key)
-	eventually(t, 10*time.Second, "zkr server printed no address", func() bool {
-		return len(strings.Fields(only.stdout.String())) == 1
-	})
-	onlyAddr := strings.TrimSpace(only.stdout.String())
+	_, addrs = startServer(t, 1, "--addr", "", "--secure-addr", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key)
+	onlyAddr := addrs[0]
 	if r := zkr(t, "--servers", onlyAddr, "--tls-ca", ca, "lock", "/srv/tls-only", "--", "true"); r.code != 0 {
 		t.Fatalf("zkr lock on a TLS-only server without client certificates: exit %d: %s", r.code, r.stderr)
 	}

@@ -121,16 +121,12 @@ func (a *app) register(cmd *cobra.Command, f registerFlags, base, name string, a
 		r, err = zkrecipes.NewDiscovery(s, base).Register(ctx, inst)
 		return err
 	})
-	switch {
-	case sig != nil:
+	if errors.Is(err, zkrecipes.ErrMemberExists) {
+		err = codef(exitHeld, "instance id %q of %s is held by another session", inst.ID, name)
+	}
+	if err := waitError(sig, err, "registering in "+base); err != nil {
 		closeSession(s)
-		return signalled(sig, "registering in "+base)
-	case errors.Is(err, zkrecipes.ErrMemberExists):
-		closeSession(s)
-		return codef(exitHeld, "instance id %q of %s is held by another session", inst.ID, name)
-	case err != nil:
-		closeSession(s)
-		return recipeError("registering in "+base, err)
+		return err
 	}
 	inst = r.Instance()
 	a.logf(cmd, "registered %s/%s/%s", base, name, inst.ID)
@@ -169,23 +165,18 @@ func (a *app) register(cmd *cobra.Command, f registerFlags, base, name string, a
 		}
 	}()
 
-	h := holding{
+	return a.runHeld(cmd, s, holding{
 		what: fmt.Sprintf("registration %q of %s", inst.ID, name),
 		env:  append(holderEnv(base+"/"+name, 0), "ZKR_ID="+inst.ID),
-	}
-	if len(argv) > 0 {
-		return a.runHeld(cmd, s, h, sigs, argv)
-	}
-	fmt.Fprintf(a.stderr, "%s: instance %q of %s registered in %s until interrupted\n", cmd.CommandPath(), inst.ID, name, base)
-	select {
-	case <-sigs.ch:
-		return nil
-	case <-kept:
-		if keptErr == nil {
-			return nil
-		}
-		return recipeError("keeping "+inst.ID+" registered", keptErr)
-	}
+		idle: fmt.Sprintf("instance %q of %s registered in %s", inst.ID, name, base),
+		end:  kept,
+		ended: func() error {
+			if keptErr == nil {
+				return nil
+			}
+			return recipeError("keeping "+inst.ID+" registered", keptErr)
+		},
+	}, sigs, argv)
 }
 
 func (a *app) newServicesCmd() *cobra.Command {
@@ -214,7 +205,9 @@ whenever one registers, unregisters or changes, until interrupted.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.services(cmd, args, watch, asJSON)
+			return a.session(cmd, nil, func(ctx context.Context, s *zkrecipes.Session) error {
+				return a.services(ctx, s, args, watch, asJSON)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&watch, "watch", false, "print the instances again at every change, until interrupted")
@@ -222,19 +215,9 @@ whenever one registers, unregisters or changes, until interrupted.`,
 	return cmd
 }
 
-func (a *app) services(cmd *cobra.Command, args []string, watch, asJSON bool) error {
-	sigs := catchSignals()
-	defer sigs.release()
-	ctx, stop := sigs.cancelOn(cmd.Context())
-	defer stop()
-	s, err := a.connect(ctx, false)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	defer closeSession(s)
+// services prints the services under args[0], or the instances of
+// args[1]; with watch, again at every change, until ctx is cancelled.
+func (a *app) services(ctx context.Context, s *zkrecipes.Session, args []string, watch, asJSON bool) error {
 	base := args[0]
 	d := zkrecipes.NewDiscovery(s, base)
 	if len(args) == 1 {
@@ -276,9 +259,6 @@ func (a *app) services(cmd *cobra.Command, args []string, watch, asJSON bool) er
 	// One read first, to report a bad path or an unreadable service.
 	insts, err := d.Instances(ctx, name)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return recipeError("instances of "+name, err)
 	}
 	show(insts)
@@ -291,9 +271,6 @@ func (a *app) services(cmd *cobra.Command, args []string, watch, asJSON bool) er
 			show(insts)
 			last = cur
 		}
-	}
-	if ctx.Err() != nil {
-		return nil // interrupted: the normal end
 	}
 	if err := s.Err(); err != nil {
 		return withCode(exitFailure, fmt.Errorf("watching instances of %s: %w", name, err))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -40,7 +41,9 @@ Exit status: 0 when interrupted (SIGINT, SIGTERM), 1 if the session expired,
   zkr watch /services --json | jq .`,
 		Args: onePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.watch(cmd, args[0], node, asJSON)
+			return a.session(cmd, nil, func(ctx context.Context, s *zkrecipes.Session) error {
+				return a.watch(ctx, s, args[0], node, asJSON)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&node, "node", false, "follow PATH only, not the nodes below it")
@@ -59,38 +62,21 @@ type watchLine struct {
 	DataBase64 string  `json:"data_base64,omitempty"`
 }
 
-func (a *app) watch(cmd *cobra.Command, path string, node, asJSON bool) error {
-	sigs := catchSignals()
-	defer sigs.release()
-	ctx, stop := sigs.cancelOn(cmd.Context())
-	defer stop()
-	s, err := a.connect(ctx, false)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	defer closeSession(s)
-
+// watch prints the changes of path (and below it, unless node) until ctx
+// is cancelled.
+func (a *app) watch(ctx context.Context, s *zkrecipes.Session, path string, node, asJSON bool) error {
 	var opts []zkrecipes.CacheOption
 	if node {
 		opts = append(opts, zkrecipes.WithSingleNode())
 	}
 	c, err := zkrecipes.NewCache(ctx, s, path, opts...)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return recipeError("watch "+path, err)
 	}
 	defer c.Close()
 	for {
 		ev, err := c.Next(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil // interrupted: the normal end
-			}
 			return withCode(exitFailure, fmt.Errorf("watching %s: %w", path, err))
 		}
 		if asJSON {
