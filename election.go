@@ -8,13 +8,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
-// latchKind is Curator LeaderLatch's node name: "_c_<uuid>-latch-<seq>",
-// whose data is the participant's id.
-var (
-	latchKind  = kind{marker: "latch-"}
-	latchKinds = []kind{latchKind}
-)
-
 // Election is one participant in a leader election on a ZooKeeper path,
 // compatible with Apache Curator's LeaderLatch: each candidate queues an
 // ephemeral sequential node "_c_<uuid>-latch-<seq>" holding its value, the

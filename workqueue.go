@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
@@ -13,40 +11,6 @@ import (
 // This file holds the work queues: items offered by producers and taken by
 // consumers, each item a persistent sequential node whose data is the item.
 // (The contender queue of the locks is queue.go.)
-
-// Item node name prefixes: Curator's SimpleDistributedQueue (and ZooKeeper's
-// own queue recipe) name items "qn-<seq>"; kazoo's Queue and LockingQueue
-// name them "entry-<priority>-<seq>", the priority three digits.
-const (
-	curatorItemPrefix = "qn-"
-	kazooItemPrefix   = "entry-"
-	// kazooDefaultPriority is kazoo's put's default priority.
-	kazooDefaultPriority = 100
-)
-
-// isItem reports whether a child of a work queue's path is an item, in
-// either client's naming.
-func isItem(name string) bool {
-	return strings.HasPrefix(name, curatorItemPrefix) || strings.HasPrefix(name, kazooItemPrefix)
-}
-
-// items returns the items among kids in the order consumers take them: by
-// name, as Curator and kazoo sort them. With Curator's names that is
-// arrival order; with kazoo's, priority then arrival order; kazoo's items
-// come before Curator's in a queue that holds both.
-func items(kids []string) []string {
-	out := slices.DeleteFunc(slices.Clone(kids), func(k string) bool { return !isItem(k) })
-	slices.Sort(out)
-	return out
-}
-
-// itemName returns the name prefix an Offer creates.
-func itemName(kazoo bool, priority int) string {
-	if !kazoo {
-		return curatorItemPrefix
-	}
-	return fmt.Sprintf("%s%03d-", kazooItemPrefix, priority)
-}
 
 func checkPriority(priority int) error {
 	if priority < 0 || priority > 999 {

@@ -5,45 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
-// Stats counts the requests a Session sent and the watch events it received
-// since it was created. Recipes' costs (listings per acquisition, watch
-// events per release) are read from it.
-type Stats struct {
-	Creates     int64 // create requests
-	Deletes     int64 // delete requests
-	Listings    int64 // getChildren requests
-	Reads       int64 // getData and exists requests
-	WatchEvents int64 // node watch events delivered (not session events)
+// This file holds the requests the recipes send through the Session, the
+// idempotent ones retried across connection loss, counted in the Session's
+// Stats (stats.go).
 
-	// A holding's watch on its own node (so that its Lost closes when
-	// someone else deletes the node) costs one getData per holding, and
-	// its event when the holder deletes the node. They are counted here,
-	// not in Reads and WatchEvents, so that those stay the cost of waiting.
-	HoldWatches int64 // getData requests watching the session's own held nodes
-	HoldEvents  int64 // watch events of those requests
-}
-
-type counters struct {
-	creates, deletes, listings, reads atomic.Int64
-	holdWatches, holdEvents           atomic.Int64
-}
-
-// Stats returns the session's counters.
-func (s *Session) Stats() Stats {
-	return Stats{
-		Creates:     s.stats.creates.Load(),
-		Deletes:     s.stats.deletes.Load(),
-		Listings:    s.stats.listings.Load(),
-		Reads:       s.stats.reads.Load(),
-		WatchEvents: s.c.Notifications() - s.stats.holdEvents.Load(),
-		HoldWatches: s.stats.holdWatches.Load(),
-		HoldEvents:  s.stats.holdEvents.Load(),
-	}
-}
+// awaitUp waits until the session is connected, ctx ends or the session is over.
+func (s *Session) awaitUp(ctx context.Context) error { return s.c.WaitConnected(ctx) }
 
 // retry runs an idempotent request, again after each connection loss, while
 // the session lives and ctx allows.
@@ -103,6 +75,37 @@ func (s *Session) remove(ctx context.Context, p string) error {
 		return nil
 	}
 	return err
+}
+
+// removeLater runs remove in the background, again after each failure,
+// until it succeeds or the session is over: a node of ours that a caller
+// could not delete in time must still go.
+func (s *Session) removeLater(remove func(context.Context) error) {
+	s.background.Add(1)
+	go func() {
+		defer s.background.Done()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-s.c.Done():
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		for {
+			err := remove(ctx)
+			if err == nil || s.Err() != nil || ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("zookeeper: deleting a node of this session failed; trying again", "err", err)
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 }
 
 // ensurePath creates p and its missing ancestors as container nodes, which
