@@ -37,27 +37,11 @@ func (b *Barrier) Set(ctx context.Context) error {
 	if b.err != nil {
 		return b.err
 	}
-	s := b.s
-	for missing := 0; ; {
-		_, err := s.create(ctx, b.path, nil, zkclient.Persistent)
-		switch {
-		case err == nil, errors.Is(err, zkclient.ErrNodeExists):
-			return nil
-		case errors.Is(err, ErrConnectionLoss):
-			if err := s.awaitUp(ctx); err != nil {
-				return fmt.Errorf("zkrecipes: set barrier %s: %w", b.path, err)
-			}
-		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
-			missing++
-			if ps := parents(b.path); len(ps) > 0 {
-				if err := s.ensurePath(ctx, ps[len(ps)-1]); err != nil {
-					return fmt.Errorf("zkrecipes: set barrier %s: %w", b.path, err)
-				}
-			}
-		default:
-			return fmt.Errorf("zkrecipes: set barrier %s: %w", b.path, err)
-		}
+	_, _, err := b.s.createNode(ctx, b.path, nil, zkclient.Persistent, createHooks{})
+	if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
+		return fmt.Errorf("zkrecipes: set barrier %s: %w", b.path, err)
 	}
+	return nil
 }
 
 // Remove opens the gate by deleting the barrier's node: every Wait returns.
@@ -79,27 +63,12 @@ func (b *Barrier) Wait(ctx context.Context) error {
 	if b.err != nil {
 		return b.err
 	}
-	for {
-		set, w, err := b.s.existsW(ctx, b.path)
-		if err != nil {
-			return fmt.Errorf("zkrecipes: wait on barrier %s: %w", b.path, err)
-		}
-		if !set {
-			w.stop()
-			return nil
-		}
-		select {
-		case ev := <-w.event():
-			if ev.Type == zkclient.EventNodeDeleted {
-				return nil // removed, even if set again since
-			}
-		case <-ctx.Done():
-			w.stop()
-			return fmt.Errorf("zkrecipes: wait on barrier %s: %w", b.path, ctx.Err())
-		case <-b.s.Done():
-			return fmt.Errorf("zkrecipes: wait on barrier %s: %w", b.path, b.s.Err())
-		}
+	// exists needs no permission on the barrier's node, which another
+	// session may have set with an ACL of its own.
+	if err := b.s.awaitDeleted(ctx, b.path, b.s.existsStatW, nil); err != nil {
+		return fmt.Errorf("zkrecipes: wait on barrier %s: %w", b.path, err)
 	}
+	return nil
 }
 
 // readyNode is the name of the double barrier's "all have arrived" node.
@@ -198,12 +167,7 @@ func (b *DoubleBarrier) enter(ctx context.Context, name string) error {
 		return err
 	}
 	if len(members(kids)) >= b.n {
-		_, err := s.create(ctx, ready, nil, zkclient.Ephemeral)
-		for errors.Is(err, ErrConnectionLoss) {
-			if err = s.awaitUp(ctx); err == nil {
-				_, err = s.create(ctx, ready, nil, zkclient.Ephemeral)
-			}
-		}
+		_, _, err := s.createNode(ctx, ready, nil, zkclient.Ephemeral, createHooks{})
 		if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
 			return err
 		}
@@ -306,21 +270,8 @@ func (b *DoubleBarrier) leave(ctx context.Context, name string) error {
 			}
 			wait = ms[0] // wait for the lowest, which goes last
 		}
-		there, w, err := s.existsW(ctx, b.path+"/"+wait)
-		if err != nil {
+		if err := s.awaitDeleted(ctx, b.path+"/"+wait, s.existsStatW, nil); err != nil {
 			return err
-		}
-		if !there {
-			w.stop()
-			continue
-		}
-		select {
-		case <-w.event():
-		case <-ctx.Done():
-			w.stop()
-			return ctx.Err()
-		case <-s.Done():
-			return s.Err()
 		}
 	}
 }

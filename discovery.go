@@ -570,37 +570,15 @@ func keepOnSession(ctx context.Context, d *Discovery, node string, inst ServiceI
 			}
 			// Deleted by someone else, or void in strict mode while
 			// still ours: register again once it is gone.
-			err = waitGone(ctx, s, node)
+			err = s.awaitDeleted(ctx, node, s.existsStatW, nil)
 		case errors.Is(err, ErrMemberExists):
-			err = waitGone(ctx, s, node)
+			err = s.awaitDeleted(ctx, node, s.existsStatW, nil)
 		}
 		switch {
 		case ctx.Err() != nil, s.Err() != nil:
 			return nil
 		case err != nil && !errors.Is(err, ErrConnectionLoss):
 			return err
-		}
-	}
-}
-
-// waitGone waits until p does not exist, ctx ends or the session is over.
-func waitGone(ctx context.Context, s *Session, p string) error {
-	for {
-		ok, w, err := s.existsW(ctx, p)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			w.stop()
-			return nil
-		}
-		select {
-		case <-w.event():
-		case <-ctx.Done():
-			w.stop()
-			return ctx.Err()
-		case <-s.Done():
-			return s.Err()
 		}
 	}
 }

@@ -275,7 +275,7 @@ func (e *Election) leaderW(ctx context.Context) (node, id string, wake <-chan zk
 			// watch fires at the next change and wakes us needlessly
 			// once at most.
 		}
-		data, w, err := s.getDataW(ctx, dir+"/"+cs[0].name)
+		data, _, w, err := s.getDataW(ctx, dir+"/"+cs[0].name)
 		if errors.Is(err, zkclient.ErrNoNode) {
 			continue
 		}

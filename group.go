@@ -59,41 +59,28 @@ func JoinGroup(ctx context.Context, s *Session, path, memberID string, data []by
 	return &Group{s: s, dir: path, id: memberID, node: node, h: s.holdNode(node)}, nil
 }
 
-// createEphemeral makes the ephemeral node p (and its parents as containers). After a
-// connection loss, a node that exists and belongs to this session is the one
-// the lost attempt made; without a loss, an existing node is never ours.
+// createEphemeral makes the ephemeral node p (and its parents as
+// containers). After a connection loss, a node that exists and belongs to
+// this session is the one the lost attempt made; without a loss, an
+// existing node is never ours.
 func createEphemeral(ctx context.Context, s *Session, p string, data []byte) error {
-	lost, missing := false, 0
-	for {
-		_, err := s.create(ctx, p, data, zkclient.Ephemeral)
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, ErrConnectionLoss):
-			lost = true
-			if err := s.awaitUp(ctx); err != nil {
-				return err
-			}
-		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
-			missing++
-			if err := s.ensurePath(ctx, p[:strings.LastIndexByte(p, '/')]); err != nil {
-				return err
-			}
-		case errors.Is(err, zkclient.ErrNodeExists):
-			st, err := s.stat(ctx, p)
-			if errors.Is(err, zkclient.ErrNoNode) {
-				continue // gone meanwhile: try again
-			}
-			if err != nil {
-				return err
-			}
-			if lost && st.EphemeralOwner == s.ID() {
-				return nil
-			}
-			return fmt.Errorf("%w: %s exists (owner session 0x%x)", ErrMemberExists, p, st.EphemeralOwner)
-		default:
+	for lost := false; ; {
+		_, l, err := s.createNode(ctx, p, data, zkclient.Ephemeral, createHooks{})
+		lost = lost || l
+		if !errors.Is(err, zkclient.ErrNodeExists) {
 			return err
 		}
+		st, err := s.stat(ctx, p)
+		if errors.Is(err, zkclient.ErrNoNode) {
+			continue // gone meanwhile: try again
+		}
+		if err != nil {
+			return err
+		}
+		if lost && st.EphemeralOwner == s.ID() {
+			return nil
+		}
+		return fmt.Errorf("%w: %s exists (owner session 0x%x)", ErrMemberExists, p, st.EphemeralOwner)
 	}
 }
 
@@ -355,7 +342,7 @@ func (w *groupWatch) refresh(ctx context.Context, s *Session, dir string) ([]Mem
 	ms := make([]Member, 0, len(w.names))
 	for _, k := range w.names {
 		if !w.armed[k] {
-			data, dw, err := s.getDataW(ctx, dir+"/"+k)
+			data, _, dw, err := s.getDataW(ctx, dir+"/"+k)
 			if errors.Is(err, zkclient.ErrNoNode) {
 				delete(w.data, k) // left; the child watch tells
 				continue

@@ -124,7 +124,7 @@ func (s *Session) holdNode(p string) *nodeHold {
 func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
 	defer close(h.done)
 	for {
-		_, w, err := s.getDataWCounted(ctx, p, &s.stats.holdWatches)
+		_, _, w, err := s.getDataWCounted(ctx, p, &s.stats.holdWatches)
 		if errors.Is(err, zkclient.ErrNoNode) {
 			h.release()
 			return

@@ -419,7 +419,7 @@ func (n *PersistentNode) ensure(ctx context.Context, s *Session) error {
 // another's ephemeral node, whose end existing waits for before it returns
 // to create again.
 func (n *PersistentNode) existing(ctx context.Context, s *Session, p string, lost bool) (ours bool, err error) {
-	st, ok, w, err := existsStatW(ctx, s, p)
+	st, ok, w, err := s.existsStatW(ctx, p)
 	if err != nil {
 		return false, err
 	}
@@ -503,48 +503,9 @@ func (n *PersistentNode) find(ctx context.Context, s *Session, p string) (bool, 
 // or ctx ends. A node of p that is not ours any more (ours was deleted and
 // another session made one) counts as gone: ensure then waits for it.
 func (n *PersistentNode) watch(ctx context.Context, s *Session, p string) error {
-	for {
-		st, ok, w, err := existsStatW(ctx, s, p)
-		if err != nil {
-			return err
-		}
-		if !ok || n.mode.Ephemeral() && st.EphemeralOwner != s.ID() {
-			if ok {
-				w.stop()
-			}
-			return nil
-		}
-		select {
-		case ev := <-w.event():
-			switch ev.Type {
-			case zkclient.EventNodeDeleted:
-				return nil
-			case zkclient.EventNotWatching:
-				if err := s.Err(); err != nil {
-					return err
-				}
-			}
-			// Changed: look again.
-		case <-ctx.Done():
-			w.stop()
-			return ctx.Err()
-		case <-s.Done():
-			return s.Err()
-		}
-	}
-}
-
-// existsStatW returns p's Stat, whether it exists, and a one-shot watch
-// that fires when it is created, changed or deleted, retrying across
-// connection loss.
-func existsStatW(ctx context.Context, s *Session, p string) (st zkclient.Stat, ok bool, w watched, err error) {
-	err = retry(ctx, s, func() error {
-		s.stats.reads.Add(1)
-		st, ok, w.w, err = s.c.ExistsW(ctx, p)
-		return err
+	return s.awaitDeleted(ctx, p, s.existsStatW, func(st zkclient.Stat) bool {
+		return n.mode.Ephemeral() && st.EphemeralOwner != s.ID()
 	})
-	w.s = s
-	return st, ok, w, err
 }
 
 // ttlTouchName is the name of the child that keeps a PersistentTTLNode

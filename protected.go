@@ -46,39 +46,27 @@ func (n *protectedNode) path() string {
 // our random prefix. The first listing of the parent is sent right behind
 // the create. On error, leave deletes whatever it may have made.
 func (n *protectedNode) create(ctx context.Context, marker string, data []byte) error {
-	s, base := n.s, n.dir+"/"+n.prefix+marker
-	for missing := 0; ; {
-		call := s.startCreate(base, data, zkclient.EphemeralSequential)
-		s.stats.listings.Add(1)
-		n.first = s.c.ChildrenAsync(n.dir)
-		r, err := s.createWait(ctx, call)
-		switch {
-		case err == nil:
-			n.name = r.Path[len(n.dir)+1:]
-			return nil
-		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
-			missing++
-			if err := s.ensurePath(ctx, n.dir); err != nil {
-				return err
-			}
-		case errors.Is(err, ErrConnectionLoss):
+	s := n.s
+	made, _, err := s.createNode(ctx, n.dir+"/"+n.prefix+marker, data, zkclient.EphemeralSequential, createHooks{
+		sent: func() {
+			s.stats.listings.Add(1)
+			n.first = s.c.ChildrenAsync(n.dir)
+		},
+		recover: func(ctx context.Context) (string, error) {
 			n.first = nil
-			if err := s.awaitUp(ctx); err != nil {
-				return err
+			name, err := n.find(ctx)
+			if name == "" {
+				return "", err
 			}
-			found, err := n.find(ctx)
-			if err != nil {
-				return err
-			}
-			if found != "" {
-				n.name = found
-				return nil
-			}
-		default:
-			n.first = nil
-			return fmt.Errorf("create in %s: %w", n.dir, err)
-		}
+			return n.dir + "/" + name, err
+		},
+	})
+	if err != nil {
+		n.first = nil
+		return fmt.Errorf("create in %s: %w", n.dir, err)
 	}
+	n.name = made[len(n.dir)+1:]
+	return nil
 }
 
 // find looks for the node created with the prefix. A node with the prefix

@@ -183,36 +183,13 @@ func (t *ticket) locate(kids []string) (place, error) {
 }
 
 // await watches pred until it is deleted, or returns at once if it is
-// already gone.
+// already gone. It watches with getData, as Curator does: the read fails,
+// setting no watch, if pred is gone.
 func (t *ticket) await(ctx context.Context, pred string) error {
-	s, q := t.q.s, t.q
-	for {
-		if q.beforeWatch != nil {
-			q.beforeWatch(pred)
-		}
-		_, w, err := s.getDataW(ctx, pred)
-		if errors.Is(err, zkclient.ErrNoNode) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		select {
-		case ev := <-w.event():
-			switch ev.Type {
-			case zkclient.EventNodeDeleted:
-				return nil
-			case zkclient.EventNotWatching:
-				return s.Err()
-			}
-			// Its data changed: watch it again.
-		case <-ctx.Done():
-			w.stop()
-			return ctx.Err()
-		case <-s.Done():
-			return s.Err()
-		}
+	if t.q.beforeWatch != nil {
+		t.q.beforeWatch(pred)
 	}
+	return t.s.awaitDeleted(ctx, pred, t.s.dataStatW, nil)
 }
 
 // requeue deletes the ticket's node and queues a new node of the same kind

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -124,6 +125,38 @@ func (s *Session) ensurePath(ctx context.Context, p string) error {
 	return nil
 }
 
+// ensureParents creates the missing ancestors of p as containers.
+func (s *Session) ensureParents(ctx context.Context, p string) error {
+	if dir := p[:strings.LastIndexByte(p, '/')]; dir != "" {
+		return s.ensurePath(ctx, dir)
+	}
+	return nil
+}
+
+// createIfMissing creates p as a persistent node with data (its missing
+// parents as containers) unless it exists. It is idempotent, so it retries
+// across connection loss.
+func (s *Session) createIfMissing(ctx context.Context, p string, data []byte) error {
+	for missing := 0; ; {
+		err := retry(ctx, s, func() error {
+			s.stats.creates.Add(1)
+			_, err := s.c.Create(ctx, p, data, zkclient.Persistent, s.acl)
+			return err
+		})
+		switch {
+		case err == nil, errors.Is(err, zkclient.ErrNodeExists):
+			return nil
+		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
+			missing++
+			if err := s.ensureParents(ctx, p); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}
+
 // watched is a one-shot watch a recipe waits on; stop removes it when the
 // recipe gives up on it (the server's watch too, when nobody else of the
 // session needs it).
@@ -163,13 +196,21 @@ func (s *Session) childrenW(ctx context.Context, p string) (kids []string, w wat
 // existsW reports whether p exists and sets a one-shot watch that fires
 // when p is created, changed or deleted, retrying across connection loss.
 func (s *Session) existsW(ctx context.Context, p string) (ok bool, w watched, err error) {
+	_, ok, w, err = s.existsStatW(ctx, p)
+	return ok, w, err
+}
+
+// existsStatW returns p's Stat, whether it exists, and a one-shot watch
+// that fires when it is created, changed or deleted, retrying across
+// connection loss.
+func (s *Session) existsStatW(ctx context.Context, p string) (st zkclient.Stat, ok bool, w watched, err error) {
 	err = retry(ctx, s, func() error {
 		s.stats.reads.Add(1)
-		_, ok, w.w, err = s.c.ExistsW(ctx, p)
+		st, ok, w.w, err = s.c.ExistsW(ctx, p)
 		return err
 	})
 	w.s = s
-	return ok, w, err
+	return st, ok, w, err
 }
 
 // getData returns p's data and Stat, or an error wrapping zkclient.ErrNoNode.
@@ -182,22 +223,74 @@ func (s *Session) getData(ctx context.Context, p string) (data []byte, st zkclie
 	return data, st, err
 }
 
-// getDataW returns p's data and sets a one-shot data watch; it fails with
-// zkclient.ErrNoNode, setting no watch, if p is gone. This is how a waiter
-// watches its predecessor without a gap between listing and watching.
-func (s *Session) getDataW(ctx context.Context, p string) (data []byte, w watched, err error) {
+// getDataW returns p's data and Stat and sets a one-shot data watch; it
+// fails with zkclient.ErrNoNode, setting no watch, if p is gone. This is
+// how a waiter watches its predecessor without a gap between listing and
+// watching.
+func (s *Session) getDataW(ctx context.Context, p string) (data []byte, st zkclient.Stat, w watched, err error) {
 	return s.getDataWCounted(ctx, p, &s.stats.reads)
 }
 
 // getDataWCounted is getDataW counting its requests in n.
-func (s *Session) getDataWCounted(ctx context.Context, p string, n *atomic.Int64) (data []byte, w watched, err error) {
+func (s *Session) getDataWCounted(ctx context.Context, p string, n *atomic.Int64) (data []byte, st zkclient.Stat, w watched, err error) {
 	err = retry(ctx, s, func() error {
 		n.Add(1)
-		data, _, w.w, err = s.c.GetW(ctx, p)
+		data, st, w.w, err = s.c.GetW(ctx, p)
 		return err
 	})
 	w.s = s
-	return data, w, err
+	return data, st, w, err
+}
+
+// watchRead reads p and sets a one-shot watch on it: existsStatW, or
+// dataStatW (getData), which needs read permission on p and sets no watch when p
+// is missing.
+type watchRead func(ctx context.Context, p string) (st zkclient.Stat, ok bool, w watched, err error)
+
+// dataStatW is getDataW as a watchRead.
+func (s *Session) dataStatW(ctx context.Context, p string) (zkclient.Stat, bool, watched, error) {
+	_, st, w, err := s.getDataW(ctx, p)
+	if errors.Is(err, zkclient.ErrNoNode) {
+		return st, false, w, nil
+	}
+	return st, err == nil, w, err
+}
+
+// awaitDeleted waits until p is deleted: it returns nil at once if p does
+// not exist, and when the server tells of p's deletion (even if p was made
+// again since); a change of p's data only renews the watch. It returns
+// early with ctx's error, or the session's once it is over. Each look at p
+// is one read, with its watch (see watchRead); gone, if not nil, is asked
+// about p's Stat at each look, and true counts p as deleted already (a
+// node of that name that is not ours any more).
+func (s *Session) awaitDeleted(ctx context.Context, p string, read watchRead, gone func(zkclient.Stat) bool) error {
+	for {
+		st, ok, w, err := read(ctx, p)
+		if err != nil {
+			return err
+		}
+		if !ok || gone != nil && gone(st) {
+			w.stop()
+			return nil
+		}
+		select {
+		case ev := <-w.event():
+			switch ev.Type {
+			case zkclient.EventNodeDeleted:
+				return nil
+			case zkclient.EventNotWatching:
+				if err := s.Err(); err != nil {
+					return err
+				}
+			}
+			// Its data changed: look again.
+		case <-ctx.Done():
+			w.stop()
+			return ctx.Err()
+		case <-s.Done():
+			return s.Err()
+		}
+	}
 }
 
 // setData writes p's data if its version is version (-1: any), retrying
@@ -240,4 +333,57 @@ func (s *Session) createWait(ctx context.Context, call *zkclient.Call[zkclient.C
 		s.remove(cctx, r.Path)
 	}
 	return zkclient.Created{}, ctx.Err()
+}
+
+// createHooks are what a caller of createNode adds to it.
+type createHooks struct {
+	// sent, if not nil, runs right after each create is sent (to send a
+	// request behind it).
+	sent func()
+	// recover, if not nil, runs once the session is connected again after
+	// an attempt whose answer was lost, and returns the path of the node
+	// that attempt made, or "" if it made none: a sequential node's name
+	// is the server's choice, so it has to be looked for.
+	recover func(context.Context) (string, error)
+}
+
+// createNode creates p with data in mode, its missing ancestors as
+// containers, and returns the path the server made: the one create loop of
+// the recipes. An attempt refused with zkclient.ErrNoNode is made again
+// after creating the ancestors (three times at most). After a connection
+// loss the create may or may not have been applied: once the session is
+// connected again, h.recover decides, and without it (or when it finds
+// nothing) the create is sent again; lost reports that an answer was lost
+// on the way, so that the caller can take a zkclient.ErrNodeExists for its
+// own node. If ctx ends with an attempt in flight, a node it made after all
+// is deleted again (see createWait). Any other error ends it.
+func (s *Session) createNode(ctx context.Context, p string, data []byte, mode zkclient.CreateMode, h createHooks) (made string, lost bool, err error) {
+	for missing := 0; ; {
+		call := s.startCreate(p, data, mode)
+		if h.sent != nil {
+			h.sent()
+		}
+		r, err := s.createWait(ctx, call)
+		switch {
+		case err == nil:
+			return r.Path, lost, nil
+		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
+			missing++
+			if err := s.ensureParents(ctx, p); err != nil {
+				return "", lost, err
+			}
+		case errors.Is(err, ErrConnectionLoss):
+			lost = true
+			if err := s.awaitUp(ctx); err != nil {
+				return "", lost, err
+			}
+			if h.recover != nil {
+				if found, err := h.recover(ctx); err != nil || found != "" {
+					return found, lost, err
+				}
+			}
+		default:
+			return "", lost, err
+		}
+	}
 }

@@ -158,7 +158,7 @@ func (c *SharedCount) watch(ctx context.Context, out chan<- VersionedCount) {
 	}
 	last := VersionedCount{Version: -1}
 	for {
-		data, st, w, err := c.s.getDataStatW(ctx, c.path)
+		data, st, w, err := c.s.getDataW(ctx, c.path)
 		if errors.Is(err, zkclient.ErrNoNode) {
 			var ok bool
 			if ok, w, err = c.s.existsW(ctx, c.path); err == nil && ok {
@@ -191,17 +191,6 @@ func (c *SharedCount) watch(ctx context.Context, out chan<- VersionedCount) {
 			return
 		}
 	}
-}
-
-// getDataStatW is getDataW with the node's Stat.
-func (s *Session) getDataStatW(ctx context.Context, p string) (data []byte, st zkclient.Stat, w watched, err error) {
-	err = retry(ctx, s, func() error {
-		s.stats.reads.Add(1)
-		data, st, w.w, err = s.c.GetW(ctx, p)
-		return err
-	})
-	w.s = s
-	return data, st, w, err
 }
 
 func encodeInt32(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
