@@ -39,7 +39,7 @@ func (b *Barrier) Set(ctx context.Context) error {
 	}
 	_, _, err := b.s.createNode(ctx, b.path, nil, zkclient.Persistent, createHooks{})
 	if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
-		return fmt.Errorf("zkrecipes: set barrier %s: %w", b.path, err)
+		return errorf("set barrier %s: %w", b.path, err)
 	}
 	return nil
 }
@@ -51,7 +51,7 @@ func (b *Barrier) Remove(ctx context.Context) error {
 		return b.err
 	}
 	if err := b.s.remove(ctx, b.path); err != nil {
-		return fmt.Errorf("zkrecipes: remove barrier %s: %w", b.path, err)
+		return errorf("remove barrier %s: %w", b.path, err)
 	}
 	return nil
 }
@@ -66,7 +66,7 @@ func (b *Barrier) Wait(ctx context.Context) error {
 	// exists needs no permission on the barrier's node, which another
 	// session may have set with an ACL of its own.
 	if err := b.s.awaitDeleted(ctx, b.path, b.s.existsStatW, nil); err != nil {
-		return fmt.Errorf("zkrecipes: wait on barrier %s: %w", b.path, err)
+		return errorf("wait on barrier %s: %w", b.path, err)
 	}
 	return nil
 }
@@ -105,7 +105,7 @@ type DoubleBarrier struct {
 func NewDoubleBarrier(s *Session, path string, n int) *DoubleBarrier {
 	err := checkPath(path)
 	if err == nil && n < 1 {
-		err = fmt.Errorf("zkrecipes: double barrier %s: %w: %d participants", path, ErrInvalidArgument, n)
+		err = errorf("double barrier %s: %w: %d participants", path, ErrInvalidArgument, n)
 	}
 	return &DoubleBarrier{s: s, path: path, n: n, err: err}
 }
@@ -121,7 +121,7 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 	b.mu.Lock()
 	if b.busy {
 		b.mu.Unlock()
-		return fmt.Errorf("zkrecipes: enter double barrier %s: %w", b.path, ErrBusy)
+		return errorf("enter double barrier %s: %w", b.path, ErrBusy)
 	}
 	b.busy = true
 	b.mu.Unlock()
@@ -138,7 +138,7 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 			defer cancel()
 			b.s.remove(cctx, b.path+"/"+name)
 		}
-		return fmt.Errorf("zkrecipes: enter double barrier %s: %w", b.path, err)
+		return errorf("enter double barrier %s: %w", b.path, err)
 	}
 	b.name = name
 	return nil
@@ -181,7 +181,7 @@ func (b *DoubleBarrier) enter(ctx context.Context, name string) error {
 		if err := s.Err(); err != nil {
 			return err
 		}
-		return fmt.Errorf("zkrecipes: unexpected %v on %s", ev.Type, ready)
+		return errorf("unexpected %v on %s", ev.Type, ready)
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.Done():
@@ -207,7 +207,7 @@ func (b *DoubleBarrier) Leave(ctx context.Context) error {
 	name := b.name
 	if name == "" {
 		b.mu.Unlock()
-		return fmt.Errorf("zkrecipes: leave double barrier %s: %w", b.path, ErrNotHeld)
+		return errorf("leave double barrier %s: %w", b.path, ErrNotHeld)
 	}
 	b.name = "" // a second Leave is refused
 	b.mu.Unlock()
@@ -223,7 +223,7 @@ func (b *DoubleBarrier) Leave(ctx context.Context) error {
 			defer cancel()
 			b.s.remove(cctx, b.path+"/"+name)
 		}
-		return fmt.Errorf("zkrecipes: leave double barrier %s: %w", b.path, err)
+		return errorf("leave double barrier %s: %w", b.path, err)
 	}
 	return nil
 }

@@ -209,7 +209,7 @@ func NewCache(ctx context.Context, s *Session, path string, opts ...CacheOption)
 	})
 	if err != nil {
 		c.states.Stop()
-		return nil, fmt.Errorf("zkrecipes: cache %s: %w", path, err)
+		return nil, errorf("cache %s: %w", path, err)
 	}
 	for {
 		err = c.sync(ctx)
@@ -225,7 +225,7 @@ func NewCache(ctx context.Context, s *Session, path string, opts ...CacheOption)
 		c.w.Remove(cctx)
 		cancel()
 		c.states.Stop()
-		return nil, fmt.Errorf("zkrecipes: cache %s: initial load: %w", path, err)
+		return nil, errorf("cache %s: initial load: %w", path, err)
 	}
 	c.emitInitialized()
 	loop, cancel := context.WithCancel(context.Background())
@@ -279,7 +279,7 @@ func (c *Cache) Len() int {
 // Err). With WithoutEvents it fails at once with ErrInvalidArgument.
 func (c *Cache) Next(ctx context.Context) (CacheEvent, error) {
 	if c.events == nil {
-		return CacheEvent{}, fmt.Errorf("zkrecipes: cache %s: %w: made WithoutEvents", c.root, ErrInvalidArgument)
+		return CacheEvent{}, errorf("cache %s: %w: made WithoutEvents", c.root, ErrInvalidArgument)
 	}
 	return c.events.Next(ctx)
 }
@@ -320,7 +320,7 @@ func (c *Cache) Close() error {
 		ctx, cancel := c.s.cleanupContext(context.Background())
 		defer cancel()
 		if err := c.w.Remove(ctx); err != nil {
-			c.closeErr = fmt.Errorf("zkrecipes: cache %s: remove watch: %w", c.root, err)
+			c.closeErr = errorf("cache %s: remove watch: %w", c.root, err)
 		}
 		c.states.Stop()
 	})
@@ -377,7 +377,7 @@ func (c *Cache) run(ctx context.Context) {
 		}
 		if err != nil {
 			if ctx.Err() == nil {
-				c.finish(fmt.Errorf("zkrecipes: cache %s: %w", c.root, err))
+				c.finish(errorf("cache %s: %w", c.root, err))
 			}
 			return
 		}

@@ -47,14 +47,14 @@ func JoinGroup(ctx context.Context, s *Session, path, memberID string, data []by
 		return nil, err
 	}
 	if memberID == "" || memberID == "." || memberID == ".." || strings.Contains(memberID, "/") {
-		return nil, fmt.Errorf("zkrecipes: join %s: %w: member id %q is not one path segment", path, ErrInvalidArgument, memberID)
+		return nil, errorf("join %s: %w: member id %q is not one path segment", path, ErrInvalidArgument, memberID)
 	}
 	node := path + "/" + memberID
 	if err := checkPath(node); err != nil {
-		return nil, fmt.Errorf("zkrecipes: join %s: %w: member id %q: %v", path, ErrInvalidArgument, memberID, err)
+		return nil, errorf("join %s: %w: member id %q: %v", path, ErrInvalidArgument, memberID, err)
 	}
 	if err := createEphemeral(ctx, s, node, data); err != nil {
-		return nil, fmt.Errorf("zkrecipes: join %s as %q: %w", path, memberID, err)
+		return nil, errorf("join %s as %q: %w", path, memberID, err)
 	}
 	return &Group{s: s, dir: path, id: memberID, node: node, h: s.holdNode(node)}, nil
 }
@@ -93,7 +93,7 @@ func (g *Group) ID() string { return g.id }
 // expired.
 func (g *Group) Update(ctx context.Context, data []byte) error {
 	if err := g.check(); err != nil {
-		return fmt.Errorf("zkrecipes: update member %q of %s: %w", g.id, g.dir, err)
+		return errorf("update member %q of %s: %w", g.id, g.dir, err)
 	}
 	st, err := g.s.setData(ctx, g.node, data, -1)
 	switch {
@@ -108,7 +108,7 @@ func (g *Group) Update(ctx context.Context, data []byte) error {
 		err = fmt.Errorf("%w: %s belongs to session 0x%x", ErrNotOwner, g.node, st.EphemeralOwner)
 	}
 	if err != nil {
-		return fmt.Errorf("zkrecipes: update member %q of %s: %w", g.id, g.dir, err)
+		return errorf("update member %q of %s: %w", g.id, g.dir, err)
 	}
 	return nil
 }
@@ -142,7 +142,7 @@ func (g *Group) Leave(ctx context.Context) error {
 	g.mu.Lock()
 	if g.left {
 		g.mu.Unlock()
-		return fmt.Errorf("zkrecipes: leave %s as %q: %w", g.dir, g.id, ErrNotHeld)
+		return errorf("leave %s as %q: %w", g.dir, g.id, ErrNotHeld)
 	}
 	g.left = true
 	h := g.h
@@ -150,7 +150,7 @@ func (g *Group) Leave(ctx context.Context) error {
 
 	h.end()
 	if err := g.s.Err(); err != nil {
-		return fmt.Errorf("zkrecipes: leave %s as %q: %w", g.dir, g.id, err)
+		return errorf("leave %s as %q: %w", g.dir, g.id, err)
 	}
 	cctx, cancel := g.s.cleanupContext(ctx)
 	defer cancel()
@@ -161,7 +161,7 @@ func (g *Group) Leave(ctx context.Context) error {
 		err = g.s.remove(cctx, g.node)
 	}
 	if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
-		return fmt.Errorf("zkrecipes: leave %s as %q: %w", g.dir, g.id, err)
+		return errorf("leave %s as %q: %w", g.dir, g.id, err)
 	}
 	return nil
 }
@@ -201,7 +201,7 @@ func GroupMembers(ctx context.Context, s *Session, path string) ([]Member, error
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("zkrecipes: members of %s: %w", path, err)
+		return nil, errorf("members of %s: %w", path, err)
 	}
 	slices.Sort(kids)
 	ms := make([]Member, 0, len(kids))
@@ -211,7 +211,7 @@ func GroupMembers(ctx context.Context, s *Session, path string) ([]Member, error
 			continue // left meanwhile
 		}
 		if err != nil {
-			return nil, fmt.Errorf("zkrecipes: members of %s: %w", path, err)
+			return nil, errorf("members of %s: %w", path, err)
 		}
 		ms = append(ms, Member{ID: k, Data: data})
 	}

@@ -3,7 +3,6 @@ package zkrecipes
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -65,12 +64,12 @@ func Inspect(ctx context.Context, s *Session, path string) (QueueView, error) {
 		return v, nil
 	}
 	if err != nil {
-		return v, fmt.Errorf("zkrecipes: inspect %s: %w", path, err)
+		return v, errorf("inspect %s: %w", path, err)
 	}
 	v.Exists = true
 	cs, err := q.sorted(kids)
 	if err != nil {
-		return v, fmt.Errorf("zkrecipes: inspect %s: %w", path, err)
+		return v, errorf("inspect %s: %w", path, err)
 	}
 	for _, k := range kids {
 		if _, ok := parseContender(k, q.kinds); !ok {
@@ -87,7 +86,7 @@ func Inspect(ctx context.Context, s *Session, path string) (QueueView, error) {
 			continue // left meanwhile
 		}
 		if err != nil {
-			return v, fmt.Errorf("zkrecipes: inspect %s: %w", path, err)
+			return v, errorf("inspect %s: %w", path, err)
 		}
 		k := kindOf(c.name)
 		rw = rw || k.reader || k == writerKind

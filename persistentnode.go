@@ -109,7 +109,7 @@ func CreatePersistentNode(ctx context.Context, s *Session, path string, data []b
 	switch cfg.mode {
 	case zkclient.Persistent, zkclient.Ephemeral, zkclient.PersistentSequential, zkclient.EphemeralSequential, zkclient.Container:
 	default:
-		return nil, fmt.Errorf("zkrecipes: persistent node %s: %w: create mode %d", path, ErrInvalidArgument, cfg.mode)
+		return nil, errorf("persistent node %s: %w: create mode %d", path, ErrInvalidArgument, cfg.mode)
 	}
 	n := newPersistentNode(s, path, data, cfg)
 	return n.start(ctx)
@@ -138,10 +138,10 @@ func (n *PersistentNode) start(ctx context.Context) (*PersistentNode, error) {
 	case <-n.done:
 		err := n.Err()
 		n.Close(ctx)
-		return nil, fmt.Errorf("zkrecipes: create persistent node %s: %w", n.path, err)
+		return nil, errorf("create persistent node %s: %w", n.path, err)
 	case <-ctx.Done():
 		n.Close(ctx)
-		return nil, fmt.Errorf("zkrecipes: create persistent node %s: %w", n.path, ctx.Err())
+		return nil, errorf("create persistent node %s: %w", n.path, ctx.Err())
 	}
 }
 
@@ -196,7 +196,7 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 	n.mu.Lock()
 	if n.closed || n.err != nil {
 		n.mu.Unlock()
-		return fmt.Errorf("zkrecipes: set data of persistent node %s: %w: the node is no longer kept", n.path, ErrNotHeld)
+		return errorf("set data of persistent node %s: %w: the node is no longer kept", n.path, ErrNotHeld)
 	}
 	n.data = bytes.Clone(data)
 	s, p, present := n.s, n.actual, n.present
@@ -211,7 +211,7 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 	case s.Err() != nil && n.renew != nil && errors.Is(s.Err(), ErrSessionExpired):
 		return nil // so will the node on the next session
 	case err != nil:
-		return fmt.Errorf("zkrecipes: set data of persistent node %s: %w", p, err)
+		return errorf("set data of persistent node %s: %w", p, err)
 	}
 	return nil
 }
@@ -250,7 +250,7 @@ func (n *PersistentNode) Close(ctx context.Context) error {
 			e = nil // the server removes it once it is empty
 		}
 		if e != nil && !errors.Is(e, zkclient.ErrNoNode) {
-			err = fmt.Errorf("zkrecipes: delete persistent node %s: %w", p, e)
+			err = errorf("delete persistent node %s: %w", p, e)
 		}
 	}
 	for _, o := range owned {
@@ -551,9 +551,9 @@ func CreatePersistentTTLNode(ctx context.Context, s *Session, path string, ttl t
 	}
 	switch {
 	case cfg.mode != -1:
-		return nil, fmt.Errorf("zkrecipes: persistent TTL node %s: %w: a create mode", path, ErrInvalidArgument)
+		return nil, errorf("persistent TTL node %s: %w: a create mode", path, ErrInvalidArgument)
 	case ttl < 2*time.Millisecond:
-		return nil, fmt.Errorf("zkrecipes: persistent TTL node %s: %w: TTL %v", path, ErrInvalidArgument, ttl)
+		return nil, errorf("persistent TTL node %s: %w: TTL %v", path, ErrInvalidArgument, ttl)
 	}
 	cfg.mode = zkclient.Container
 	n, err := newPersistentNode(s, path, data, cfg).start(ctx)
@@ -564,7 +564,7 @@ func CreatePersistentTTLNode(ctx context.Context, s *Session, path string, ttl t
 	if err := t.touchOnce(ctx); err != nil {
 		// The container goes too, when Close deletes it.
 		n.Close(ctx)
-		return nil, fmt.Errorf("zkrecipes: create persistent TTL node %s: %w", path, err)
+		return nil, errorf("create persistent TTL node %s: %w", path, err)
 	}
 	n.keep = true // from now on Close leaves it to expire
 	bctx, cancel := context.WithCancel(context.Background())

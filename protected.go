@@ -63,7 +63,7 @@ func (n *protectedNode) create(ctx context.Context, marker string, data []byte) 
 	})
 	if err != nil {
 		n.first = nil
-		return fmt.Errorf("create in %s: %w", n.dir, err)
+		return errorf("create in %s: %w", n.dir, err)
 	}
 	n.name = made[len(n.dir)+1:]
 	return nil

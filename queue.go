@@ -161,7 +161,7 @@ func (t *ticket) locate(kids []string) (place, error) {
 	me, ok := parseContender(t.name, t.q.kinds)
 	switch {
 	case !ok:
-		return place{}, fmt.Errorf("zkrecipes: %s: not a contender node name", t.path())
+		return place{}, errorf("%s: not a contender node name", t.path())
 	case me.seq < 0:
 		return place{}, fmt.Errorf("%w under %s (node %s)", ErrSequenceWrapped, t.q.dir, t.name)
 	}
@@ -228,7 +228,7 @@ func (t *ticket) requeue(ctx context.Context, data []byte) (*ticket, error) {
 	}
 	for _, r := range res {
 		if r.Err != nil {
-			return nil, fmt.Errorf("requeue in %s: %w", t.q.dir, r.Err)
+			return nil, errorf("requeue in %s: %w", t.q.dir, r.Err)
 		}
 	}
 	n.name = res[1].Path[len(t.q.dir)+1:]

@@ -3,7 +3,6 @@ package zkrecipes
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -119,7 +118,7 @@ func (s *Session) ensurePath(ctx context.Context, p string) error {
 			return err
 		})
 		if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
-			return fmt.Errorf("zkrecipes: create %s: %w", q, err)
+			return errorf("create %s: %w", q, err)
 		}
 	}
 	return nil

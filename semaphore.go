@@ -55,7 +55,7 @@ type Semaphore struct {
 func NewSemaphore(s *Session, path string, n int, opts ...LockOption) *Semaphore {
 	err := checkPath(path)
 	if err == nil && (n < 1 || n > 1<<30) {
-		err = fmt.Errorf("zkrecipes: semaphore %s: %w: %d permits", path, ErrInvalidArgument, n)
+		err = errorf("semaphore %s: %w: %d permits", path, ErrInvalidArgument, n)
 	}
 	var cfg lockConfig
 	for _, o := range opts {
@@ -102,11 +102,8 @@ func (m *Semaphore) take(ctx context.Context, try bool, op string) (*Lease, erro
 		return nil, m.err
 	}
 	t, err := m.acquire(ctx, try)
-	if errors.Is(err, ErrLocked) {
-		return nil, fmt.Errorf("%s semaphore %s: %w", op, m.path, err)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("zkrecipes: %s semaphore %s: %w", op, m.path, err)
+		return nil, errorf("%s semaphore %s: %w", op, m.path, err)
 	}
 	return &Lease{sem: m, node: t, h: m.s.holdNode(t.path())}, nil
 }
@@ -246,14 +243,14 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
-		return fmt.Errorf("zkrecipes: release lease %s: %w", l.node.path(), ErrNotHeld)
+		return errorf("release lease %s: %w", l.node.path(), ErrNotHeld)
 	}
 	l.released = true
 	l.mu.Unlock()
 
 	l.h.end()
 	if err := l.node.leave(ctx); err != nil {
-		return fmt.Errorf("zkrecipes: release lease %s: %w", l.node.path(), err)
+		return errorf("release lease %s: %w", l.node.path(), err)
 	}
 	return nil
 }

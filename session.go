@@ -162,11 +162,11 @@ func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*
 	}
 	for _, a := range servers {
 		if a == "" {
-			return nil, fmt.Errorf("zkrecipes: empty server address in %q", servers)
+			return nil, errorf("empty server address in %q", servers)
 		}
 	}
 	if cfg.timeout <= 0 {
-		return nil, fmt.Errorf("zkrecipes: session timeout %v is not positive", cfg.timeout)
+		return nil, errorf("session timeout %v is not positive", cfg.timeout)
 	}
 	if cfg.strict < 0 || cfg.strict >= 1 {
 		return nil, fmt.Errorf("%w: strict margin %v is not in (0, 1)", ErrInvalidArgument, cfg.strict)
@@ -193,7 +193,7 @@ func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*
 	}
 	c, err := zkclient.Connect(ctx, servers, copts...)
 	if err != nil {
-		return nil, fmt.Errorf("zkrecipes: connect %q: %w", servers, err)
+		return nil, errorf("connect %q: %w", servers, err)
 	}
 	s.c = c
 	if s.strict > 0 {
@@ -252,7 +252,7 @@ func (s *Session) Close() error {
 	}
 	s.background.Wait()
 	if err != nil {
-		return fmt.Errorf("zkrecipes: close session: %w", err)
+		return errorf("close session: %w", err)
 	}
 	return nil
 }

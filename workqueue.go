@@ -80,7 +80,7 @@ func (q *Queue) Offer(ctx context.Context, data []byte) error {
 // It needs WithKazooNames, and priority in [0, 999].
 func (q *Queue) OfferPriority(ctx context.Context, data []byte, priority int) error {
 	if q.err == nil && !q.kazoo {
-		return fmt.Errorf("zkrecipes: offer to %s: %w: priorities need kazoo's names (WithKazooNames)", q.dir, ErrInvalidArgument)
+		return errorf("offer to %s: %w: priorities need kazoo's names (WithKazooNames)", q.dir, ErrInvalidArgument)
 	}
 	return q.offer(ctx, data, priority)
 }
@@ -90,7 +90,7 @@ func (q *Queue) offer(ctx context.Context, data []byte, priority int) error {
 		return q.err
 	}
 	if err := checkPriority(priority); err != nil {
-		return fmt.Errorf("zkrecipes: offer to %s: %w", q.dir, err)
+		return errorf("offer to %s: %w", q.dir, err)
 	}
 	ensure := func(ctx context.Context) error { return q.s.ensurePath(ctx, q.dir) }
 	if q.kazoo {
@@ -99,7 +99,7 @@ func (q *Queue) offer(ctx context.Context, data []byte, priority int) error {
 		ensure = func(ctx context.Context) error { return q.s.createIfMissing(ctx, q.dir, nil) }
 	}
 	if err := offerItem(ctx, q.s, q.dir, itemName(q.kazoo, priority), data, ensure); err != nil {
-		return fmt.Errorf("zkrecipes: offer to %s: %w", q.dir, err)
+		return errorf("offer to %s: %w", q.dir, err)
 	}
 	return nil
 }
@@ -201,13 +201,13 @@ func (q *Queue) Take(ctx context.Context) ([]byte, error) {
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("zkrecipes: take from %s: %w", q.dir, err)
+			return nil, errorf("take from %s: %w", q.dir, err)
 		}
 		data, ok, err := q.takeFirst(ctx, items(kids))
 		if ok || err != nil {
 			w.stop()
 			if err != nil {
-				return data, fmt.Errorf("zkrecipes: take from %s: %w", q.dir, err)
+				return data, errorf("take from %s: %w", q.dir, err)
 			}
 			return data, nil
 		}
@@ -215,9 +215,9 @@ func (q *Queue) Take(ctx context.Context) ([]byte, error) {
 		case <-w.event():
 		case <-ctx.Done():
 			w.stop()
-			return nil, fmt.Errorf("zkrecipes: take from %s: %w", q.dir, ctx.Err())
+			return nil, errorf("take from %s: %w", q.dir, ctx.Err())
 		case <-q.s.Done():
-			return nil, fmt.Errorf("zkrecipes: take from %s: %w", q.dir, q.s.Err())
+			return nil, errorf("take from %s: %w", q.dir, q.s.Err())
 		}
 	}
 }
@@ -233,7 +233,7 @@ func (q *Queue) Poll(ctx context.Context) ([]byte, bool, error) {
 			return nil, false, nil
 		}
 		if err != nil {
-			return nil, false, fmt.Errorf("zkrecipes: poll %s: %w", q.dir, err)
+			return nil, false, errorf("poll %s: %w", q.dir, err)
 		}
 		its := items(kids)
 		if len(its) == 0 {
@@ -241,7 +241,7 @@ func (q *Queue) Poll(ctx context.Context) ([]byte, bool, error) {
 		}
 		data, ok, err := q.takeFirst(ctx, its)
 		if err != nil {
-			return data, false, fmt.Errorf("zkrecipes: poll %s: %w", q.dir, err)
+			return data, false, errorf("poll %s: %w", q.dir, err)
 		}
 		if ok {
 			return data, true, nil
@@ -262,7 +262,7 @@ func (q *Queue) Peek(ctx context.Context) ([]byte, bool, error) {
 			return nil, false, nil
 		}
 		if err != nil {
-			return nil, false, fmt.Errorf("zkrecipes: peek %s: %w", q.dir, err)
+			return nil, false, errorf("peek %s: %w", q.dir, err)
 		}
 		its := items(kids)
 		if len(its) == 0 {
@@ -274,7 +274,7 @@ func (q *Queue) Peek(ctx context.Context) ([]byte, bool, error) {
 				continue // taken meanwhile
 			}
 			if err != nil {
-				return nil, false, fmt.Errorf("zkrecipes: peek %s: %w", q.dir, err)
+				return nil, false, errorf("peek %s: %w", q.dir, err)
 			}
 			return data, true, nil
 		}
@@ -291,7 +291,7 @@ func (q *Queue) Len(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("zkrecipes: length of %s: %w", q.dir, err)
+		return 0, errorf("length of %s: %w", q.dir, err)
 	}
 	return len(items(kids)), nil
 }
