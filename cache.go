@@ -426,6 +426,25 @@ func (c *Cache) fatal(ctx context.Context, err error) bool {
 	return errors.Is(err, ErrConnectionLoss) || c.cl.Err() != nil || ctx.Err() != nil
 }
 
+// readFailed sorts out the error of a pass's read of path (of its node or
+// of its children, what), nil if none: a node gone is removed from the copy,
+// an error that stops the pass (see fatal) is returned, and any other
+// leaves the node out, logged. skip reports that the pass goes on without
+// this read.
+func (c *Cache) readFailed(ctx context.Context, path string, err error, what string) (skip bool, fatal error) {
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, zkclient.ErrNoNode):
+		c.remove(path)
+	case c.fatal(ctx, err):
+		return true, err
+	default:
+		c.s.log.Warn("zkrecipes: cache: "+what+" left out", "path", path, "err", err)
+	}
+	return true, nil
+}
+
 // sync reads the whole tree (breadth first, about window nodes in flight)
 // and applies the differences to the copy.
 func (c *Cache) sync(ctx context.Context) error {
@@ -461,14 +480,10 @@ func (c *Cache) sync(ctx context.Context) error {
 		flight = flight[1:]
 
 		n, err := v.get.Wait(ctx)
-		switch {
-		case errors.Is(err, zkclient.ErrNoNode):
-			c.remove(v.path)
-			continue
-		case err != nil && c.fatal(ctx, err):
-			return err
-		case err != nil:
-			c.s.log.Warn("zkrecipes: cache: node left out", "path", v.path, "err", err)
+		if skip, err := c.readFailed(ctx, v.path, err, "node"); skip {
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		if v.path != c.root && !c.placeable(v.path, v.parentCzxid, v.listed, n.Stat.Czxid) {
@@ -480,14 +495,10 @@ func (c *Cache) sync(ctx context.Context) error {
 			continue
 		}
 		l, err := v.list.Wait(ctx)
-		switch {
-		case errors.Is(err, zkclient.ErrNoNode):
-			c.remove(v.path)
-			continue
-		case err != nil && c.fatal(ctx, err):
-			return err
-		case err != nil:
-			c.s.log.Warn("zkrecipes: cache: children left out", "path", v.path, "err", err)
+		if skip, err := c.readFailed(ctx, v.path, err, "children"); skip {
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		if _, st, ok := c.Get(v.path); !ok || st.Czxid != l.Stat.Czxid {

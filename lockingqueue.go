@@ -87,14 +87,11 @@ func (q *LockingQueue) Len(ctx context.Context) (int, error) {
 	if q.err != nil {
 		return 0, q.err
 	}
-	kids, err := q.s.children(ctx, q.entries)
-	if errors.Is(err, zkclient.ErrNoNode) {
-		return 0, nil
-	}
+	its, err := listItems(ctx, q.s, q.entries)
 	if err != nil {
 		return 0, errorf("length of %s: %w", q.dir, err)
 	}
-	return len(items(kids)), nil
+	return len(its), nil
 }
 
 // QueueItem is an item taken from a LockingQueue: locked by this consumer

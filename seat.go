@@ -72,21 +72,21 @@ func (st *seat) acquire(ctx context.Context, k kind, try bool, op string) error 
 	st.mu.Unlock()
 
 	t, err := st.take(ctx, k, try)
+	return st.settle(t, err, op)
+}
 
+// settle ends an acquisition: t holds, and its loss is watched for from
+// now on, or the acquisition failed with err and the seat is idle.
+func (st *seat) settle(t *ticket, err error, op string) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err != nil {
 		st.busy = false
 		return errorf("%s %s: %w", op, st.q.dir, err)
 	}
-	st.holdLocked(t)
-	return nil
-}
-
-// holdLocked records that t holds, and starts watching for its loss.
-func (st *seat) holdLocked(t *ticket) {
 	st.held = t
 	st.hold = st.q.s.holdNode(t.path())
+	return nil
 }
 
 func (st *seat) take(ctx context.Context, k kind, try bool) (*ticket, error) {
@@ -138,14 +138,7 @@ func (st *seat) requeue(ctx context.Context, op string) error {
 			n.leave(ctx)
 		}
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if err != nil {
-		st.busy = false
-		return errorf("%s %s: %w", op, st.q.dir, err)
-	}
-	st.holdLocked(n)
-	return nil
+	return st.settle(n, err, op)
 }
 
 // leave releases what is held, if it is of the reader kind given.

@@ -228,14 +228,10 @@ func (q *Queue) Poll(ctx context.Context) ([]byte, bool, error) {
 		return nil, false, q.err
 	}
 	for {
-		kids, err := q.s.children(ctx, q.dir)
-		if errors.Is(err, zkclient.ErrNoNode) {
-			return nil, false, nil
-		}
+		its, err := listItems(ctx, q.s, q.dir)
 		if err != nil {
 			return nil, false, errorf("poll %s: %w", q.dir, err)
 		}
-		its := items(kids)
 		if len(its) == 0 {
 			return nil, false, nil
 		}
@@ -257,14 +253,10 @@ func (q *Queue) Peek(ctx context.Context) ([]byte, bool, error) {
 		return nil, false, q.err
 	}
 	for {
-		kids, err := q.s.children(ctx, q.dir)
-		if errors.Is(err, zkclient.ErrNoNode) {
-			return nil, false, nil
-		}
+		its, err := listItems(ctx, q.s, q.dir)
 		if err != nil {
 			return nil, false, errorf("peek %s: %w", q.dir, err)
 		}
-		its := items(kids)
 		if len(its) == 0 {
 			return nil, false, nil
 		}
@@ -286,14 +278,25 @@ func (q *Queue) Len(ctx context.Context) (int, error) {
 	if q.err != nil {
 		return 0, q.err
 	}
-	kids, err := q.s.children(ctx, q.dir)
-	if errors.Is(err, zkclient.ErrNoNode) {
-		return 0, nil
-	}
+	its, err := listItems(ctx, q.s, q.dir)
 	if err != nil {
 		return 0, errorf("length of %s: %w", q.dir, err)
 	}
-	return len(items(kids)), nil
+	return len(its), nil
+}
+
+// listItems lists the items of the work queue on dir in the order
+// consumers take them (see items); a queue whose path does not exist has
+// none.
+func listItems(ctx context.Context, s *Session, dir string) ([]string, error) {
+	kids, err := s.children(ctx, dir)
+	if errors.Is(err, zkclient.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return items(kids), nil
 }
 
 // takeFirst takes the first of its that no other consumer takes first.
