@@ -47,7 +47,7 @@ func WithPromotion(lockPath string, tries int) AtomicOption {
 		if err := checkPath(lockPath); err != nil && a.err == nil {
 			a.err = err
 		} else if tries < 1 && a.err == nil {
-			a.err = fmt.Errorf("zkrecipes: atomic long %s: %w: promotion after %d tries", a.path, ErrInvalidArgument, tries)
+			a.err = errorf("atomic long %s: %w: promotion after %d tries", a.path, ErrInvalidArgument, tries)
 		}
 	}
 }
@@ -70,7 +70,7 @@ func (a *AtomicLong) Get(ctx context.Context) (int64, error) {
 	}
 	v, _, err := a.read(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("zkrecipes: atomic long %s: %w", a.path, err)
+		return 0, errorf("atomic long %s: %w", a.path, err)
 	}
 	return v, nil
 }
@@ -101,7 +101,7 @@ func (a *AtomicLong) Add(ctx context.Context, delta int64) (int64, error) {
 	}
 	v, err := a.update(ctx, func(old int64) (int64, bool) { return old + delta, true })
 	if err != nil {
-		return 0, fmt.Errorf("zkrecipes: atomic long %s: add %d: %w", a.path, delta, err)
+		return 0, errorf("atomic long %s: add %d: %w", a.path, delta, err)
 	}
 	return v, nil
 }
@@ -119,7 +119,7 @@ func (a *AtomicLong) CompareAndSwap(ctx context.Context, old, new int64) (bool, 
 		return new, swapped
 	})
 	if err != nil {
-		return false, fmt.Errorf("zkrecipes: atomic long %s: compare and swap: %w", a.path, err)
+		return false, errorf("atomic long %s: compare and swap: %w", a.path, err)
 	}
 	return swapped, nil
 }
@@ -131,7 +131,7 @@ func (a *AtomicLong) Set(ctx context.Context, v int64) error {
 		return a.err
 	}
 	if err := a.s.forceSet(ctx, a.path, encodeInt64(v)); err != nil {
-		return fmt.Errorf("zkrecipes: atomic long %s: set: %w", a.path, err)
+		return errorf("atomic long %s: set: %w", a.path, err)
 	}
 	return nil
 }
@@ -144,7 +144,7 @@ func (a *AtomicLong) Initialize(ctx context.Context, v int64) (bool, error) {
 	}
 	ok, err := a.s.conditionalWrite(ctx, a.path, encodeInt64(v), -1)
 	if err != nil {
-		return false, fmt.Errorf("zkrecipes: atomic long %s: initialize: %w", a.path, err)
+		return false, errorf("atomic long %s: initialize: %w", a.path, err)
 	}
 	return ok, nil
 }

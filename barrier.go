@@ -37,27 +37,11 @@ func (b *Barrier) Set(ctx context.Context) error {
 	if b.err != nil {
 		return b.err
 	}
-	s := b.s
-	for missing := 0; ; {
-		_, err := s.create(ctx, b.path, nil, zkclient.Persistent)
-		switch {
-		case err == nil, errors.Is(err, zkclient.ErrNodeExists):
-			return nil
-		case errors.Is(err, ErrConnectionLoss):
-			if err := s.awaitUp(ctx); err != nil {
-				return fmt.Errorf("zkrecipes: set barrier %s: %w", b.path, err)
-			}
-		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
-			missing++
-			if ps := parents(b.path); len(ps) > 0 {
-				if err := s.ensurePath(ctx, ps[len(ps)-1]); err != nil {
-					return fmt.Errorf("zkrecipes: set barrier %s: %w", b.path, err)
-				}
-			}
-		default:
-			return fmt.Errorf("zkrecipes: set barrier %s: %w", b.path, err)
-		}
+	_, _, err := b.s.createNode(ctx, b.path, nil, zkclient.Persistent, createHooks{})
+	if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
+		return errorf("set barrier %s: %w", b.path, err)
 	}
+	return nil
 }
 
 // Remove opens the gate by deleting the barrier's node: every Wait returns.
@@ -67,7 +51,7 @@ func (b *Barrier) Remove(ctx context.Context) error {
 		return b.err
 	}
 	if err := b.s.remove(ctx, b.path); err != nil {
-		return fmt.Errorf("zkrecipes: remove barrier %s: %w", b.path, err)
+		return errorf("remove barrier %s: %w", b.path, err)
 	}
 	return nil
 }
@@ -79,27 +63,12 @@ func (b *Barrier) Wait(ctx context.Context) error {
 	if b.err != nil {
 		return b.err
 	}
-	for {
-		set, w, err := b.s.existsW(ctx, b.path)
-		if err != nil {
-			return fmt.Errorf("zkrecipes: wait on barrier %s: %w", b.path, err)
-		}
-		if !set {
-			w.stop()
-			return nil
-		}
-		select {
-		case ev := <-w.event():
-			if ev.Type == zkclient.EventNodeDeleted {
-				return nil // removed, even if set again since
-			}
-		case <-ctx.Done():
-			w.stop()
-			return fmt.Errorf("zkrecipes: wait on barrier %s: %w", b.path, ctx.Err())
-		case <-b.s.Done():
-			return fmt.Errorf("zkrecipes: wait on barrier %s: %w", b.path, b.s.Err())
-		}
+	// exists needs no permission on the barrier's node, which another
+	// session may have set with an ACL of its own.
+	if err := b.s.awaitDeleted(ctx, b.path, b.s.existsStatW, nil); err != nil {
+		return errorf("wait on barrier %s: %w", b.path, err)
 	}
+	return nil
 }
 
 // readyNode is the name of the double barrier's "all have arrived" node.
@@ -136,7 +105,7 @@ type DoubleBarrier struct {
 func NewDoubleBarrier(s *Session, path string, n int) *DoubleBarrier {
 	err := checkPath(path)
 	if err == nil && n < 1 {
-		err = fmt.Errorf("zkrecipes: double barrier %s: %w: %d participants", path, ErrInvalidArgument, n)
+		err = errorf("double barrier %s: %w: %d participants", path, ErrInvalidArgument, n)
 	}
 	return &DoubleBarrier{s: s, path: path, n: n, err: err}
 }
@@ -152,7 +121,7 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 	b.mu.Lock()
 	if b.busy {
 		b.mu.Unlock()
-		return fmt.Errorf("zkrecipes: enter double barrier %s: %w", b.path, ErrBusy)
+		return errorf("enter double barrier %s: %w", b.path, ErrBusy)
 	}
 	b.busy = true
 	b.mu.Unlock()
@@ -169,7 +138,7 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 			defer cancel()
 			b.s.remove(cctx, b.path+"/"+name)
 		}
-		return fmt.Errorf("zkrecipes: enter double barrier %s: %w", b.path, err)
+		return errorf("enter double barrier %s: %w", b.path, err)
 	}
 	b.name = name
 	return nil
@@ -198,12 +167,7 @@ func (b *DoubleBarrier) enter(ctx context.Context, name string) error {
 		return err
 	}
 	if len(members(kids)) >= b.n {
-		_, err := s.create(ctx, ready, nil, zkclient.Ephemeral)
-		for errors.Is(err, ErrConnectionLoss) {
-			if err = s.awaitUp(ctx); err == nil {
-				_, err = s.create(ctx, ready, nil, zkclient.Ephemeral)
-			}
-		}
+		_, _, err := s.createNode(ctx, ready, nil, zkclient.Ephemeral, createHooks{})
 		if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
 			return err
 		}
@@ -217,7 +181,7 @@ func (b *DoubleBarrier) enter(ctx context.Context, name string) error {
 		if err := s.Err(); err != nil {
 			return err
 		}
-		return fmt.Errorf("zkrecipes: unexpected %v on %s", ev.Type, ready)
+		return errorf("unexpected %v on %s", ev.Type, ready)
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.Done():
@@ -243,7 +207,7 @@ func (b *DoubleBarrier) Leave(ctx context.Context) error {
 	name := b.name
 	if name == "" {
 		b.mu.Unlock()
-		return fmt.Errorf("zkrecipes: leave double barrier %s: %w", b.path, ErrNotHeld)
+		return errorf("leave double barrier %s: %w", b.path, ErrNotHeld)
 	}
 	b.name = "" // a second Leave is refused
 	b.mu.Unlock()
@@ -259,7 +223,7 @@ func (b *DoubleBarrier) Leave(ctx context.Context) error {
 			defer cancel()
 			b.s.remove(cctx, b.path+"/"+name)
 		}
-		return fmt.Errorf("zkrecipes: leave double barrier %s: %w", b.path, err)
+		return errorf("leave double barrier %s: %w", b.path, err)
 	}
 	return nil
 }
@@ -306,21 +270,8 @@ func (b *DoubleBarrier) leave(ctx context.Context, name string) error {
 			}
 			wait = ms[0] // wait for the lowest, which goes last
 		}
-		there, w, err := s.existsW(ctx, b.path+"/"+wait)
-		if err != nil {
+		if err := s.awaitDeleted(ctx, b.path+"/"+wait, s.existsStatW, nil); err != nil {
 			return err
-		}
-		if !there {
-			w.stop()
-			continue
-		}
-		select {
-		case <-w.event():
-		case <-ctx.Done():
-			w.stop()
-			return ctx.Err()
-		case <-s.Done():
-			return s.Err()
 		}
 	}
 }

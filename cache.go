@@ -209,7 +209,7 @@ func NewCache(ctx context.Context, s *Session, path string, opts ...CacheOption)
 	})
 	if err != nil {
 		c.states.Stop()
-		return nil, fmt.Errorf("zkrecipes: cache %s: %w", path, err)
+		return nil, errorf("cache %s: %w", path, err)
 	}
 	for {
 		err = c.sync(ctx)
@@ -225,7 +225,7 @@ func NewCache(ctx context.Context, s *Session, path string, opts ...CacheOption)
 		c.w.Remove(cctx)
 		cancel()
 		c.states.Stop()
-		return nil, fmt.Errorf("zkrecipes: cache %s: initial load: %w", path, err)
+		return nil, errorf("cache %s: initial load: %w", path, err)
 	}
 	c.emitInitialized()
 	loop, cancel := context.WithCancel(context.Background())
@@ -279,7 +279,7 @@ func (c *Cache) Len() int {
 // Err). With WithoutEvents it fails at once with ErrInvalidArgument.
 func (c *Cache) Next(ctx context.Context) (CacheEvent, error) {
 	if c.events == nil {
-		return CacheEvent{}, fmt.Errorf("zkrecipes: cache %s: %w: made WithoutEvents", c.root, ErrInvalidArgument)
+		return CacheEvent{}, errorf("cache %s: %w: made WithoutEvents", c.root, ErrInvalidArgument)
 	}
 	return c.events.Next(ctx)
 }
@@ -320,7 +320,7 @@ func (c *Cache) Close() error {
 		ctx, cancel := c.s.cleanupContext(context.Background())
 		defer cancel()
 		if err := c.w.Remove(ctx); err != nil {
-			c.closeErr = fmt.Errorf("zkrecipes: cache %s: remove watch: %w", c.root, err)
+			c.closeErr = errorf("cache %s: remove watch: %w", c.root, err)
 		}
 		c.states.Stop()
 	})
@@ -377,7 +377,7 @@ func (c *Cache) run(ctx context.Context) {
 		}
 		if err != nil {
 			if ctx.Err() == nil {
-				c.finish(fmt.Errorf("zkrecipes: cache %s: %w", c.root, err))
+				c.finish(errorf("cache %s: %w", c.root, err))
 			}
 			return
 		}
@@ -426,6 +426,25 @@ func (c *Cache) fatal(ctx context.Context, err error) bool {
 	return errors.Is(err, ErrConnectionLoss) || c.cl.Err() != nil || ctx.Err() != nil
 }
 
+// readFailed sorts out the error of a pass's read of path (of its node or
+// of its children, what), nil if none: a node gone is removed from the copy,
+// an error that stops the pass (see fatal) is returned, and any other
+// leaves the node out, logged. skip reports that the pass goes on without
+// this read.
+func (c *Cache) readFailed(ctx context.Context, path string, err error, what string) (skip bool, fatal error) {
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, zkclient.ErrNoNode):
+		c.remove(path)
+	case c.fatal(ctx, err):
+		return true, err
+	default:
+		c.s.log.Warn("zkrecipes: cache: "+what+" left out", "path", path, "err", err)
+	}
+	return true, nil
+}
+
 // sync reads the whole tree (breadth first, about window nodes in flight)
 // and applies the differences to the copy.
 func (c *Cache) sync(ctx context.Context) error {
@@ -461,14 +480,10 @@ func (c *Cache) sync(ctx context.Context) error {
 		flight = flight[1:]
 
 		n, err := v.get.Wait(ctx)
-		switch {
-		case errors.Is(err, zkclient.ErrNoNode):
-			c.remove(v.path)
-			continue
-		case err != nil && c.fatal(ctx, err):
-			return err
-		case err != nil:
-			c.s.log.Warn("zkrecipes: cache: node left out", "path", v.path, "err", err)
+		if skip, err := c.readFailed(ctx, v.path, err, "node"); skip {
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		if v.path != c.root && !c.placeable(v.path, v.parentCzxid, v.listed, n.Stat.Czxid) {
@@ -480,14 +495,10 @@ func (c *Cache) sync(ctx context.Context) error {
 			continue
 		}
 		l, err := v.list.Wait(ctx)
-		switch {
-		case errors.Is(err, zkclient.ErrNoNode):
-			c.remove(v.path)
-			continue
-		case err != nil && c.fatal(ctx, err):
-			return err
-		case err != nil:
-			c.s.log.Warn("zkrecipes: cache: children left out", "path", v.path, "err", err)
+		if skip, err := c.readFailed(ctx, v.path, err, "children"); skip {
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		if _, st, ok := c.Get(v.path); !ok || st.Czxid != l.Stat.Czxid {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
@@ -110,37 +109,5 @@ func (s *Session) sendWrite(ctx context.Context, p string, data []byte, version 
 		return unconfirmed(p, ctx.Err())
 	default:
 		return err // refused: not applied
-	}
-}
-
-// ensureParents creates the missing ancestors of p as containers.
-func (s *Session) ensureParents(ctx context.Context, p string) error {
-	if dir := p[:strings.LastIndexByte(p, '/')]; dir != "" {
-		return s.ensurePath(ctx, dir)
-	}
-	return nil
-}
-
-// createIfMissing creates p as a persistent node with data (its missing
-// parents as containers) unless it exists. It is idempotent, so it retries
-// across connection loss.
-func (s *Session) createIfMissing(ctx context.Context, p string, data []byte) error {
-	for missing := 0; ; {
-		err := retry(ctx, s, func() error {
-			s.stats.creates.Add(1)
-			_, err := s.c.Create(ctx, p, data, zkclient.Persistent, s.acl)
-			return err
-		})
-		switch {
-		case err == nil, errors.Is(err, zkclient.ErrNodeExists):
-			return nil
-		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
-			missing++
-			if err := s.ensureParents(ctx, p); err != nil {
-				return err
-			}
-		default:
-			return err
-		}
 	}
 }

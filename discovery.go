@@ -290,7 +290,7 @@ func (d *Discovery) Register(ctx context.Context, inst ServiceInstance) (*Regist
 	}
 	inst, data, err := d.prepare(inst)
 	if err != nil {
-		return nil, fmt.Errorf("zkrecipes: register an instance of %q in %s: %w", inst.Name, d.base, err)
+		return nil, errorf("register an instance of %q in %s: %w", inst.Name, d.base, err)
 	}
 	node := d.base + "/" + inst.Name + "/" + inst.ID
 	err = createEphemeral(ctx, d.s, node, data)
@@ -298,7 +298,7 @@ func (d *Discovery) Register(ctx context.Context, inst ServiceInstance) (*Regist
 		err = d.reregister(ctx, node, data, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("zkrecipes: register %s: %w", node, err)
+		return nil, errorf("register %s: %w", node, err)
 	}
 	g := &Group{s: d.s, dir: d.base + "/" + inst.Name, id: inst.ID, node: node, h: d.s.holdNode(node)}
 	return &Registration{g: g, inst: inst}, nil
@@ -365,12 +365,12 @@ func (r *Registration) Update(ctx context.Context, inst ServiceInstance) error {
 		inst.RegistrationTime = r.inst.RegistrationTime
 	}
 	if inst.Name != r.inst.Name || inst.ID != r.inst.ID {
-		return fmt.Errorf("zkrecipes: update %s: %w: instance %s/%s is another instance", r.g.node, ErrInvalidArgument, inst.Name, inst.ID)
+		return errorf("update %s: %w: instance %s/%s is another instance", r.g.node, ErrInvalidArgument, inst.Name, inst.ID)
 	}
 	d := Discovery{s: r.g.s}
 	inst, data, err := d.prepare(inst)
 	if err != nil {
-		return fmt.Errorf("zkrecipes: update %s: %w", r.g.node, err)
+		return errorf("update %s: %w", r.g.node, err)
 	}
 	if err := r.g.Update(ctx, data); err != nil {
 		return err
@@ -401,7 +401,7 @@ func (d *Discovery) Services(ctx context.Context) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("zkrecipes: services in %s: %w", d.base, err)
+		return nil, errorf("services in %s: %w", d.base, err)
 	}
 	slices.Sort(kids)
 	return kids, nil
@@ -415,7 +415,7 @@ func (d *Discovery) Instances(ctx context.Context, name string) ([]ServiceInstan
 		return nil, d.err
 	}
 	if err := d.checkSegment("service name", name); err != nil {
-		return nil, fmt.Errorf("zkrecipes: instances of %q in %s: %w", name, d.base, err)
+		return nil, errorf("instances of %q in %s: %w", name, d.base, err)
 	}
 	ms, err := GroupMembers(ctx, d.s, d.base+"/"+name)
 	if err != nil {
@@ -435,7 +435,7 @@ func (d *Discovery) Instance(ctx context.Context, name, id string) (ServiceInsta
 		err = d.checkSegment("instance id", id)
 	}
 	if err != nil {
-		return ServiceInstance{}, false, fmt.Errorf("zkrecipes: instance %q of %q in %s: %w", id, name, d.base, err)
+		return ServiceInstance{}, false, errorf("instance %q of %q in %s: %w", id, name, d.base, err)
 	}
 	p := d.base + "/" + name + "/" + id
 	data, _, err := d.s.getData(ctx, p)
@@ -443,11 +443,11 @@ func (d *Discovery) Instance(ctx context.Context, name, id string) (ServiceInsta
 		return ServiceInstance{}, false, nil
 	}
 	if err != nil {
-		return ServiceInstance{}, false, fmt.Errorf("zkrecipes: instance %s: %w", p, err)
+		return ServiceInstance{}, false, errorf("instance %s: %w", p, err)
 	}
 	var inst ServiceInstance
 	if err := json.Unmarshal(data, &inst); err != nil {
-		return ServiceInstance{}, false, fmt.Errorf("zkrecipes: instance %s: %w", p, err)
+		return ServiceInstance{}, false, errorf("instance %s: %w", p, err)
 	}
 	return inst, true, nil
 }
@@ -524,7 +524,7 @@ func KeepRegistered(ctx context.Context, newSession func(context.Context) (*Sess
 	}
 	inst, _, err := (&Discovery{base: basePath}).prepare(inst)
 	if err != nil {
-		return fmt.Errorf("zkrecipes: keep registered in %s: %w", basePath, err)
+		return errorf("keep registered in %s: %w", basePath, err)
 	}
 	node := basePath + "/" + inst.Name + "/" + inst.ID
 	pause := 100 * time.Millisecond
@@ -570,37 +570,15 @@ func keepOnSession(ctx context.Context, d *Discovery, node string, inst ServiceI
 			}
 			// Deleted by someone else, or void in strict mode while
 			// still ours: register again once it is gone.
-			err = waitGone(ctx, s, node)
+			err = s.awaitDeleted(ctx, node, s.existsStatW, nil)
 		case errors.Is(err, ErrMemberExists):
-			err = waitGone(ctx, s, node)
+			err = s.awaitDeleted(ctx, node, s.existsStatW, nil)
 		}
 		switch {
 		case ctx.Err() != nil, s.Err() != nil:
 			return nil
 		case err != nil && !errors.Is(err, ErrConnectionLoss):
 			return err
-		}
-	}
-}
-
-// waitGone waits until p does not exist, ctx ends or the session is over.
-func waitGone(ctx context.Context, s *Session, p string) error {
-	for {
-		ok, w, err := s.existsW(ctx, p)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			w.stop()
-			return nil
-		}
-		select {
-		case <-w.event():
-		case <-ctx.Done():
-			w.stop()
-			return ctx.Err()
-		case <-s.Done():
-			return s.Err()
 		}
 	}
 }

@@ -8,13 +8,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
-// latchKind is Curator LeaderLatch's node name: "_c_<uuid>-latch-<seq>",
-// whose data is the participant's id.
-var (
-	latchKind  = kind{marker: "latch-"}
-	latchKinds = []kind{latchKind}
-)
-
 // Election is one participant in a leader election on a ZooKeeper path,
 // compatible with Apache Curator's LeaderLatch: each candidate queues an
 // ephemeral sequential node "_c_<uuid>-latch-<seq>" holding its value, the
@@ -82,7 +75,7 @@ func (e *Election) CampaignValue(ctx context.Context, val string) error {
 	e.st.mu.Lock()
 	if e.st.busy || e.claiming {
 		e.st.mu.Unlock()
-		return fmt.Errorf("zkrecipes: campaign %s: %w", e.st.q.dir, ErrBusy)
+		return errorf("campaign %s: %w", e.st.q.dir, ErrBusy)
 	}
 	e.claiming, e.st.data = true, []byte(val)
 	e.st.mu.Unlock()
@@ -115,14 +108,14 @@ func (e *Election) Proclaim(ctx context.Context, val string) error {
 	e.st.mu.Unlock()
 	s := e.st.q.s
 	if t == nil {
-		return fmt.Errorf("zkrecipes: proclaim in %s: %w: this participant does not lead", dir, ErrNotHeld)
+		return errorf("proclaim in %s: %w: this participant does not lead", dir, ErrNotHeld)
 	}
 	select {
 	case <-h.lost:
 		if err := s.Err(); err != nil {
-			return fmt.Errorf("zkrecipes: proclaim in %s: %w", dir, err)
+			return errorf("proclaim in %s: %w", dir, err)
 		}
-		return fmt.Errorf("zkrecipes: proclaim in %s: %w: the leadership is lost", dir, ErrNotHeld)
+		return errorf("proclaim in %s: %w: the leadership is lost", dir, ErrNotHeld)
 	default:
 	}
 	_, err := s.setData(ctx, t.path(), []byte(val), -1)
@@ -132,7 +125,7 @@ func (e *Election) Proclaim(ctx context.Context, val string) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("zkrecipes: proclaim in %s: %w", dir, err)
+		return errorf("proclaim in %s: %w", dir, err)
 	}
 	return nil
 }
@@ -181,17 +174,17 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 	for {
 		cs, err := e.st.q.contenders(ctx)
 		if errors.Is(err, zkclient.ErrNoNode) || err == nil && len(cs) == 0 {
-			return "", fmt.Errorf("zkrecipes: leader of %s: %w", e.st.q.dir, ErrNoLeader)
+			return "", errorf("leader of %s: %w", e.st.q.dir, ErrNoLeader)
 		}
 		if err != nil {
-			return "", fmt.Errorf("zkrecipes: leader of %s: %w", e.st.q.dir, err)
+			return "", errorf("leader of %s: %w", e.st.q.dir, err)
 		}
 		data, _, err := e.st.q.s.getData(ctx, e.st.q.dir+"/"+cs[0].name)
 		if errors.Is(err, zkclient.ErrNoNode) {
 			continue // the leader left between listing and reading: look again
 		}
 		if err != nil {
-			return "", fmt.Errorf("zkrecipes: leader of %s: %w", e.st.q.dir, err)
+			return "", errorf("leader of %s: %w", e.st.q.dir, err)
 		}
 		return string(data), nil
 	}
@@ -282,7 +275,7 @@ func (e *Election) leaderW(ctx context.Context) (node, id string, wake <-chan zk
 			// watch fires at the next change and wakes us needlessly
 			// once at most.
 		}
-		data, w, err := s.getDataW(ctx, dir+"/"+cs[0].name)
+		data, _, w, err := s.getDataW(ctx, dir+"/"+cs[0].name)
 		if errors.Is(err, zkclient.ErrNoNode) {
 			continue
 		}

@@ -2,6 +2,8 @@ package zkrecipes
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
@@ -80,3 +82,26 @@ var (
 	// other than the one recorded by the participants already using its path.
 	ErrPermitsMismatch = errors.New("zkrecipes: semaphore participants disagree on the number of permits")
 )
+
+// prefix starts the text of every error the recipes make.
+const prefix = "zkrecipes: "
+
+// errorf is fmt.Errorf for the recipes' errors: its text starts with
+// "zkrecipes: " once. The errors it formats or wraps (the sentinels above,
+// and the recipes' errors from deeper calls) carry the prefix too, so each
+// error among args is printed without it; it is still wrapped, for
+// errors.Is and errors.As.
+func errorf(format string, args ...any) error {
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			args[i] = unprefixed{err}
+		}
+	}
+	return fmt.Errorf(prefix+format, args...)
+}
+
+// unprefixed is an error printed without a leading prefix.
+type unprefixed struct{ err error }
+
+func (u unprefixed) Error() string { return strings.TrimPrefix(u.err.Error(), prefix) }
+func (u unprefixed) Unwrap() error { return u.err }

@@ -47,53 +47,40 @@ func JoinGroup(ctx context.Context, s *Session, path, memberID string, data []by
 		return nil, err
 	}
 	if memberID == "" || memberID == "." || memberID == ".." || strings.Contains(memberID, "/") {
-		return nil, fmt.Errorf("zkrecipes: join %s: %w: member id %q is not one path segment", path, ErrInvalidArgument, memberID)
+		return nil, errorf("join %s: %w: member id %q is not one path segment", path, ErrInvalidArgument, memberID)
 	}
 	node := path + "/" + memberID
 	if err := checkPath(node); err != nil {
-		return nil, fmt.Errorf("zkrecipes: join %s: %w: member id %q: %v", path, ErrInvalidArgument, memberID, err)
+		return nil, errorf("join %s: %w: member id %q: %v", path, ErrInvalidArgument, memberID, err)
 	}
 	if err := createEphemeral(ctx, s, node, data); err != nil {
-		return nil, fmt.Errorf("zkrecipes: join %s as %q: %w", path, memberID, err)
+		return nil, errorf("join %s as %q: %w", path, memberID, err)
 	}
 	return &Group{s: s, dir: path, id: memberID, node: node, h: s.holdNode(node)}, nil
 }
 
-// createEphemeral makes the ephemeral node p (and its parents as containers). After a
-// connection loss, a node that exists and belongs to this session is the one
-// the lost attempt made; without a loss, an existing node is never ours.
+// createEphemeral makes the ephemeral node p (and its parents as
+// containers). After a connection loss, a node that exists and belongs to
+// this session is the one the lost attempt made; without a loss, an
+// existing node is never ours.
 func createEphemeral(ctx context.Context, s *Session, p string, data []byte) error {
-	lost, missing := false, 0
-	for {
-		_, err := s.create(ctx, p, data, zkclient.Ephemeral)
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, ErrConnectionLoss):
-			lost = true
-			if err := s.awaitUp(ctx); err != nil {
-				return err
-			}
-		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
-			missing++
-			if err := s.ensurePath(ctx, p[:strings.LastIndexByte(p, '/')]); err != nil {
-				return err
-			}
-		case errors.Is(err, zkclient.ErrNodeExists):
-			st, err := s.stat(ctx, p)
-			if errors.Is(err, zkclient.ErrNoNode) {
-				continue // gone meanwhile: try again
-			}
-			if err != nil {
-				return err
-			}
-			if lost && st.EphemeralOwner == s.ID() {
-				return nil
-			}
-			return fmt.Errorf("%w: %s exists (owner session 0x%x)", ErrMemberExists, p, st.EphemeralOwner)
-		default:
+	for lost := false; ; {
+		_, l, err := s.createNode(ctx, p, data, zkclient.Ephemeral, createHooks{})
+		lost = lost || l
+		if !errors.Is(err, zkclient.ErrNodeExists) {
 			return err
 		}
+		st, err := s.stat(ctx, p)
+		if errors.Is(err, zkclient.ErrNoNode) {
+			continue // gone meanwhile: try again
+		}
+		if err != nil {
+			return err
+		}
+		if lost && st.EphemeralOwner == s.ID() {
+			return nil
+		}
+		return fmt.Errorf("%w: %s exists (owner session 0x%x)", ErrMemberExists, p, st.EphemeralOwner)
 	}
 }
 
@@ -106,7 +93,7 @@ func (g *Group) ID() string { return g.id }
 // expired.
 func (g *Group) Update(ctx context.Context, data []byte) error {
 	if err := g.check(); err != nil {
-		return fmt.Errorf("zkrecipes: update member %q of %s: %w", g.id, g.dir, err)
+		return errorf("update member %q of %s: %w", g.id, g.dir, err)
 	}
 	st, err := g.s.setData(ctx, g.node, data, -1)
 	switch {
@@ -121,7 +108,7 @@ func (g *Group) Update(ctx context.Context, data []byte) error {
 		err = fmt.Errorf("%w: %s belongs to session 0x%x", ErrNotOwner, g.node, st.EphemeralOwner)
 	}
 	if err != nil {
-		return fmt.Errorf("zkrecipes: update member %q of %s: %w", g.id, g.dir, err)
+		return errorf("update member %q of %s: %w", g.id, g.dir, err)
 	}
 	return nil
 }
@@ -155,7 +142,7 @@ func (g *Group) Leave(ctx context.Context) error {
 	g.mu.Lock()
 	if g.left {
 		g.mu.Unlock()
-		return fmt.Errorf("zkrecipes: leave %s as %q: %w", g.dir, g.id, ErrNotHeld)
+		return errorf("leave %s as %q: %w", g.dir, g.id, ErrNotHeld)
 	}
 	g.left = true
 	h := g.h
@@ -163,7 +150,7 @@ func (g *Group) Leave(ctx context.Context) error {
 
 	h.end()
 	if err := g.s.Err(); err != nil {
-		return fmt.Errorf("zkrecipes: leave %s as %q: %w", g.dir, g.id, err)
+		return errorf("leave %s as %q: %w", g.dir, g.id, err)
 	}
 	cctx, cancel := g.s.cleanupContext(ctx)
 	defer cancel()
@@ -174,7 +161,7 @@ func (g *Group) Leave(ctx context.Context) error {
 		err = g.s.remove(cctx, g.node)
 	}
 	if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
-		return fmt.Errorf("zkrecipes: leave %s as %q: %w", g.dir, g.id, err)
+		return errorf("leave %s as %q: %w", g.dir, g.id, err)
 	}
 	return nil
 }
@@ -214,7 +201,7 @@ func GroupMembers(ctx context.Context, s *Session, path string) ([]Member, error
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("zkrecipes: members of %s: %w", path, err)
+		return nil, errorf("members of %s: %w", path, err)
 	}
 	slices.Sort(kids)
 	ms := make([]Member, 0, len(kids))
@@ -224,7 +211,7 @@ func GroupMembers(ctx context.Context, s *Session, path string) ([]Member, error
 			continue // left meanwhile
 		}
 		if err != nil {
-			return nil, fmt.Errorf("zkrecipes: members of %s: %w", path, err)
+			return nil, errorf("members of %s: %w", path, err)
 		}
 		ms = append(ms, Member{ID: k, Data: data})
 	}
@@ -355,7 +342,7 @@ func (w *groupWatch) refresh(ctx context.Context, s *Session, dir string) ([]Mem
 	ms := make([]Member, 0, len(w.names))
 	for _, k := range w.names {
 		if !w.armed[k] {
-			data, dw, err := s.getDataW(ctx, dir+"/"+k)
+			data, _, dw, err := s.getDataW(ctx, dir+"/"+k)
 			if errors.Is(err, zkclient.ErrNoNode) {
 				delete(w.data, k) // left; the child watch tells
 				continue

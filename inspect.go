@@ -3,7 +3,6 @@ package zkrecipes
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -44,10 +43,6 @@ type QueueView struct {
 	Others  []string     // the children that are not contenders, sorted
 }
 
-// queueKinds are the contenders Inspect recognises: those of every queue
-// recipe.
-var queueKinds = slices.Concat(lockKinds, latchKinds)
-
 // Inspect returns the queue under path as the lock and election recipes
 // (Mutex, RWMutex, Election, and the Curator and kazoo recipes they
 // interoperate with) see it: the contenders in their order, who holds or
@@ -69,12 +64,12 @@ func Inspect(ctx context.Context, s *Session, path string) (QueueView, error) {
 		return v, nil
 	}
 	if err != nil {
-		return v, fmt.Errorf("zkrecipes: inspect %s: %w", path, err)
+		return v, errorf("inspect %s: %w", path, err)
 	}
 	v.Exists = true
 	cs, err := q.sorted(kids)
 	if err != nil {
-		return v, fmt.Errorf("zkrecipes: inspect %s: %w", path, err)
+		return v, errorf("inspect %s: %w", path, err)
 	}
 	for _, k := range kids {
 		if _, ok := parseContender(k, q.kinds); !ok {
@@ -91,7 +86,7 @@ func Inspect(ctx context.Context, s *Session, path string) (QueueView, error) {
 			continue // left meanwhile
 		}
 		if err != nil {
-			return v, fmt.Errorf("zkrecipes: inspect %s: %w", path, err)
+			return v, errorf("inspect %s: %w", path, err)
 		}
 		k := kindOf(c.name)
 		rw = rw || k.reader || k == writerKind
@@ -114,27 +109,4 @@ func Inspect(ctx context.Context, s *Session, path string) (QueueView, error) {
 		}
 	}
 	return v, nil
-}
-
-// kindOf returns the kind of the contender node name, one of queueKinds.
-func kindOf(name string) kind {
-	for _, k := range queueKinds {
-		if _, ok := parseContender(name, []kind{k}); ok {
-			return k
-		}
-	}
-	return kind{}
-}
-
-// kindName names a kind for QueueEntry.Kind.
-func kindName(k kind) string {
-	switch {
-	case k == latchKind:
-		return "candidate"
-	case k.reader:
-		return "reader"
-	case k == writerKind:
-		return "writer"
-	}
-	return "mutex"
 }

@@ -74,10 +74,10 @@ func (q *LockingQueue) OfferPriority(ctx context.Context, data []byte, priority 
 		return q.err
 	}
 	if err := checkPriority(priority); err != nil {
-		return fmt.Errorf("zkrecipes: offer to %s: %w", q.dir, err)
+		return errorf("offer to %s: %w", q.dir, err)
 	}
 	if err := offerItem(ctx, q.s, q.entries, itemName(true, priority), data, q.ensure); err != nil {
-		return fmt.Errorf("zkrecipes: offer to %s: %w", q.dir, err)
+		return errorf("offer to %s: %w", q.dir, err)
 	}
 	return nil
 }
@@ -87,14 +87,11 @@ func (q *LockingQueue) Len(ctx context.Context) (int, error) {
 	if q.err != nil {
 		return 0, q.err
 	}
-	kids, err := q.s.children(ctx, q.entries)
-	if errors.Is(err, zkclient.ErrNoNode) {
-		return 0, nil
-	}
+	its, err := listItems(ctx, q.s, q.entries)
 	if err != nil {
-		return 0, fmt.Errorf("zkrecipes: length of %s: %w", q.dir, err)
+		return 0, errorf("length of %s: %w", q.dir, err)
 	}
-	return len(items(kids)), nil
+	return len(its), nil
 }
 
 // QueueItem is an item taken from a LockingQueue: locked by this consumer
@@ -126,7 +123,7 @@ func (q *LockingQueue) Take(ctx context.Context) (*QueueItem, error) {
 	}
 	it, err := q.take(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("zkrecipes: take from %s: %w", q.dir, err)
+		return nil, errorf("take from %s: %w", q.dir, err)
 	}
 	return it, nil
 }
@@ -240,7 +237,7 @@ func (it *QueueItem) finish(op string) error {
 	it.mu.Lock()
 	defer it.mu.Unlock()
 	if it.done {
-		return fmt.Errorf("zkrecipes: %s %s/%s: %w", op, it.q.entries, it.name, ErrNotHeld)
+		return errorf("%s %s/%s: %w", op, it.q.entries, it.name, ErrNotHeld)
 	}
 	it.done = true
 	return nil
@@ -273,7 +270,7 @@ func (it *QueueItem) Consume(ctx context.Context) error {
 				err = fmt.Errorf("%w: giving the item back in the background (%w)", ErrReleaseUnconfirmed, err)
 			}
 		}
-		return fmt.Errorf("zkrecipes: consume %s/%s: %w", it.q.entries, it.name, err)
+		return errorf("consume %s/%s: %w", it.q.entries, it.name, err)
 	}
 	return nil
 }
@@ -329,7 +326,7 @@ func (it *QueueItem) Release(ctx context.Context) error {
 	}
 	it.h.end()
 	if err := it.unlock(ctx); err != nil {
-		return fmt.Errorf("zkrecipes: release %s/%s: %w", it.q.entries, it.name, err)
+		return errorf("release %s/%s: %w", it.q.entries, it.name, err)
 	}
 	return nil
 }

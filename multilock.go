@@ -79,7 +79,7 @@ func (m *MultiLock) acquire(ctx context.Context, try bool, op string) error {
 	m.mu.Lock()
 	if m.busy {
 		m.mu.Unlock()
-		return fmt.Errorf("zkrecipes: %s %v: %w", op, m.paths, ErrBusy)
+		return errorf("%s %v: %w", op, m.paths, ErrBusy)
 	}
 	m.busy = true
 	m.mu.Unlock()
@@ -128,7 +128,7 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 	m.mu.Lock()
 	if !m.held {
 		m.mu.Unlock()
-		return fmt.Errorf("zkrecipes: unlock %v: %w", m.paths, ErrNotHeld)
+		return errorf("unlock %v: %w", m.paths, ErrNotHeld)
 	}
 	m.held = false
 	stop := m.stop

@@ -109,7 +109,7 @@ func CreatePersistentNode(ctx context.Context, s *Session, path string, data []b
 	switch cfg.mode {
 	case zkclient.Persistent, zkclient.Ephemeral, zkclient.PersistentSequential, zkclient.EphemeralSequential, zkclient.Container:
 	default:
-		return nil, fmt.Errorf("zkrecipes: persistent node %s: %w: create mode %d", path, ErrInvalidArgument, cfg.mode)
+		return nil, errorf("persistent node %s: %w: create mode %d", path, ErrInvalidArgument, cfg.mode)
 	}
 	n := newPersistentNode(s, path, data, cfg)
 	return n.start(ctx)
@@ -138,10 +138,10 @@ func (n *PersistentNode) start(ctx context.Context) (*PersistentNode, error) {
 	case <-n.done:
 		err := n.Err()
 		n.Close(ctx)
-		return nil, fmt.Errorf("zkrecipes: create persistent node %s: %w", n.path, err)
+		return nil, errorf("create persistent node %s: %w", n.path, err)
 	case <-ctx.Done():
 		n.Close(ctx)
-		return nil, fmt.Errorf("zkrecipes: create persistent node %s: %w", n.path, ctx.Err())
+		return nil, errorf("create persistent node %s: %w", n.path, ctx.Err())
 	}
 }
 
@@ -196,7 +196,7 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 	n.mu.Lock()
 	if n.closed || n.err != nil {
 		n.mu.Unlock()
-		return fmt.Errorf("zkrecipes: set data of persistent node %s: %w: the node is no longer kept", n.path, ErrNotHeld)
+		return errorf("set data of persistent node %s: %w: the node is no longer kept", n.path, ErrNotHeld)
 	}
 	n.data = bytes.Clone(data)
 	s, p, present := n.s, n.actual, n.present
@@ -211,7 +211,7 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 	case s.Err() != nil && n.renew != nil && errors.Is(s.Err(), ErrSessionExpired):
 		return nil // so will the node on the next session
 	case err != nil:
-		return fmt.Errorf("zkrecipes: set data of persistent node %s: %w", p, err)
+		return errorf("set data of persistent node %s: %w", p, err)
 	}
 	return nil
 }
@@ -250,7 +250,7 @@ func (n *PersistentNode) Close(ctx context.Context) error {
 			e = nil // the server removes it once it is empty
 		}
 		if e != nil && !errors.Is(e, zkclient.ErrNoNode) {
-			err = fmt.Errorf("zkrecipes: delete persistent node %s: %w", p, e)
+			err = errorf("delete persistent node %s: %w", p, e)
 		}
 	}
 	for _, o := range owned {
@@ -419,7 +419,7 @@ func (n *PersistentNode) ensure(ctx context.Context, s *Session) error {
 // another's ephemeral node, whose end existing waits for before it returns
 // to create again.
 func (n *PersistentNode) existing(ctx context.Context, s *Session, p string, lost bool) (ours bool, err error) {
-	st, ok, w, err := existsStatW(ctx, s, p)
+	st, ok, w, err := s.existsStatW(ctx, p)
 	if err != nil {
 		return false, err
 	}
@@ -503,48 +503,9 @@ func (n *PersistentNode) find(ctx context.Context, s *Session, p string) (bool, 
 // or ctx ends. A node of p that is not ours any more (ours was deleted and
 // another session made one) counts as gone: ensure then waits for it.
 func (n *PersistentNode) watch(ctx context.Context, s *Session, p string) error {
-	for {
-		st, ok, w, err := existsStatW(ctx, s, p)
-		if err != nil {
-			return err
-		}
-		if !ok || n.mode.Ephemeral() && st.EphemeralOwner != s.ID() {
-			if ok {
-				w.stop()
-			}
-			return nil
-		}
-		select {
-		case ev := <-w.event():
-			switch ev.Type {
-			case zkclient.EventNodeDeleted:
-				return nil
-			case zkclient.EventNotWatching:
-				if err := s.Err(); err != nil {
-					return err
-				}
-			}
-			// Changed: look again.
-		case <-ctx.Done():
-			w.stop()
-			return ctx.Err()
-		case <-s.Done():
-			return s.Err()
-		}
-	}
-}
-
-// existsStatW returns p's Stat, whether it exists, and a one-shot watch
-// that fires when it is created, changed or deleted, retrying across
-// connection loss.
-func existsStatW(ctx context.Context, s *Session, p string) (st zkclient.Stat, ok bool, w watched, err error) {
-	err = retry(ctx, s, func() error {
-		s.stats.reads.Add(1)
-		st, ok, w.w, err = s.c.ExistsW(ctx, p)
-		return err
+	return s.awaitDeleted(ctx, p, s.existsStatW, func(st zkclient.Stat) bool {
+		return n.mode.Ephemeral() && st.EphemeralOwner != s.ID()
 	})
-	w.s = s
-	return st, ok, w, err
 }
 
 // ttlTouchName is the name of the child that keeps a PersistentTTLNode
@@ -590,9 +551,9 @@ func CreatePersistentTTLNode(ctx context.Context, s *Session, path string, ttl t
 	}
 	switch {
 	case cfg.mode != -1:
-		return nil, fmt.Errorf("zkrecipes: persistent TTL node %s: %w: a create mode", path, ErrInvalidArgument)
+		return nil, errorf("persistent TTL node %s: %w: a create mode", path, ErrInvalidArgument)
 	case ttl < 2*time.Millisecond:
-		return nil, fmt.Errorf("zkrecipes: persistent TTL node %s: %w: TTL %v", path, ErrInvalidArgument, ttl)
+		return nil, errorf("persistent TTL node %s: %w: TTL %v", path, ErrInvalidArgument, ttl)
 	}
 	cfg.mode = zkclient.Container
 	n, err := newPersistentNode(s, path, data, cfg).start(ctx)
@@ -603,7 +564,7 @@ func CreatePersistentTTLNode(ctx context.Context, s *Session, path string, ttl t
 	if err := t.touchOnce(ctx); err != nil {
 		// The container goes too, when Close deletes it.
 		n.Close(ctx)
-		return nil, fmt.Errorf("zkrecipes: create persistent TTL node %s: %w", path, err)
+		return nil, errorf("create persistent TTL node %s: %w", path, err)
 	}
 	n.keep = true // from now on Close leaves it to expire
 	bctx, cancel := context.WithCancel(context.Background())

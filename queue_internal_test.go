@@ -78,7 +78,7 @@ func TestLocateAgreesWithSortedQueue(t *testing.T) {
 			continue
 		}
 		i := rng.IntN(len(cs))
-		tk := &ticket{q: q, name: cs[i].name}
+		tk := &ticket{q: q, protectedNode: protectedNode{name: cs[i].name}}
 		if rng.IntN(5) == 0 { // a ticket no longer listed
 			tk.name = fmt.Sprintf("_c_y-lock-%010d", 100+round)
 			i = -1
@@ -116,7 +116,7 @@ func BenchmarkLocate500(b *testing.B) {
 		kids[i] = fmt.Sprintf("_c_%08x-1111-2222-3333-444444444444-lock-%010d", i, 1000+i)
 	}
 	rand.New(rand.NewPCG(3, 4)).Shuffle(len(kids), func(i, j int) { kids[i], kids[j] = kids[j], kids[i] })
-	tk := &ticket{q: q, name: fmt.Sprintf("_c_%08x-1111-2222-3333-444444444444-lock-%010d", 400, 1400)}
+	tk := &ticket{q: q, protectedNode: protectedNode{name: fmt.Sprintf("_c_%08x-1111-2222-3333-444444444444-lock-%010d", 400, 1400)}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if p, err := tk.locate(kids); err != nil || !p.listed || p.blocker == "" {

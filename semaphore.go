@@ -12,10 +12,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
-// leaseKind is Curator InterProcessSemaphoreV2's lease node name,
-// "_c_<uuid>-lease-<seq>".
-var leaseKind = kind{marker: "lease-"}
-
 // Semaphore is a distributed counting semaphore with n permits on a
 // ZooKeeper path, laid out like Apache Curator's InterProcessSemaphoreV2: a
 // mutex at "<path>/locks" serialises acquirers, and each lease is an
@@ -45,8 +41,8 @@ type Semaphore struct {
 	n      int
 	err    error  // invalid path or n, reported by every call
 	data   []byte // each lease node's data (WithNodeData)
-	locks  queue
-	leases queue
+	locks  queue  // the mutex that serialises acquirers
+	leases string // the lease nodes' parent
 
 	afterCheck func() // test hook: runs after TryAcquire's read-only check
 }
@@ -59,7 +55,7 @@ type Semaphore struct {
 func NewSemaphore(s *Session, path string, n int, opts ...LockOption) *Semaphore {
 	err := checkPath(path)
 	if err == nil && (n < 1 || n > 1<<30) {
-		err = fmt.Errorf("zkrecipes: semaphore %s: %w: %d permits", path, ErrInvalidArgument, n)
+		err = errorf("semaphore %s: %w: %d permits", path, ErrInvalidArgument, n)
 	}
 	var cfg lockConfig
 	for _, o := range opts {
@@ -68,16 +64,16 @@ func NewSemaphore(s *Session, path string, n int, opts ...LockOption) *Semaphore
 	return &Semaphore{
 		s: s, path: path, n: n, err: err, data: cfg.data,
 		locks:  queue{s: s, dir: path + "/locks", kinds: lockKinds},
-		leases: queue{s: s, dir: path + "/leases"},
+		leases: path + "/leases",
 	}
 }
 
 // Lease is one permit of a Semaphore, held from Acquire's return until
 // Release, or until Lost is closed.
 type Lease struct {
-	sem *Semaphore
-	t   *ticket
-	h   *nodeHold
+	sem  *Semaphore
+	node *protectedNode
+	h    *nodeHold
 
 	mu       sync.Mutex
 	released bool
@@ -106,16 +102,13 @@ func (m *Semaphore) take(ctx context.Context, try bool, op string) (*Lease, erro
 		return nil, m.err
 	}
 	t, err := m.acquire(ctx, try)
-	if errors.Is(err, ErrLocked) {
-		return nil, fmt.Errorf("%s semaphore %s: %w", op, m.path, err)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("zkrecipes: %s semaphore %s: %w", op, m.path, err)
+		return nil, errorf("%s semaphore %s: %w", op, m.path, err)
 	}
-	return &Lease{sem: m, t: t, h: m.s.holdNode(t.path())}, nil
+	return &Lease{sem: m, node: t, h: m.s.holdNode(t.path())}, nil
 }
 
-func (m *Semaphore) acquire(ctx context.Context, try bool) (*ticket, error) {
+func (m *Semaphore) acquire(ctx context.Context, try bool) (*protectedNode, error) {
 	// Refuse a disagreeing n at once rather than after queueing for the
 	// mutex; the check that counts is made again under the mutex.
 	if data, _, err := m.s.getData(ctx, m.path); err == nil && len(data) > 0 && string(data) != strconv.Itoa(m.n) {
@@ -154,7 +147,7 @@ func (m *Semaphore) acquire(ctx context.Context, try bool) (*ticket, error) {
 // busy reports whether a TryAcquire must give up at once: every permit is
 // taken, or another acquirer is queued for the mutex.
 func (m *Semaphore) busy(ctx context.Context) (bool, error) {
-	for _, dir := range []string{m.leases.dir, m.locks.dir} {
+	for _, dir := range []string{m.leases, m.locks.dir} {
 		kids, err := m.s.children(ctx, dir)
 		if errors.Is(err, zkclient.ErrNoNode) {
 			continue
@@ -162,7 +155,7 @@ func (m *Semaphore) busy(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if dir == m.leases.dir && len(kids) >= m.n || dir == m.locks.dir && len(kids) > 0 {
+		if dir == m.leases && len(kids) >= m.n || dir == m.locks.dir && len(kids) > 0 {
 			return true, nil
 		}
 	}
@@ -172,12 +165,14 @@ func (m *Semaphore) busy(ctx context.Context) (bool, error) {
 // underLock runs while holding the semaphore's mutex: it checks the permit
 // record, adds a lease node and waits until at most n lease nodes exist
 // (with try, it gives up at once with ErrLocked instead of waiting).
-func (m *Semaphore) underLock(ctx context.Context, try bool) (*ticket, error) {
+func (m *Semaphore) underLock(ctx context.Context, try bool) (*protectedNode, error) {
 	if err := m.checkPermits(ctx); err != nil {
 		return nil, err
 	}
-	t, err := m.leases.enter(ctx, leaseKind, m.data)
-	if err != nil {
+	n := newProtectedNode(m.s, m.leases)
+	t := &n
+	if err := t.create(ctx, leaseKind.marker, m.data); err != nil {
+		t.leave(ctx)
 		return nil, err
 	}
 	kids, _, err := t.list(ctx)
@@ -186,7 +181,7 @@ func (m *Semaphore) underLock(ctx context.Context, try bool) (*ticket, error) {
 	}
 	for err == nil && slices.Contains(kids, t.name) && len(kids) > m.n {
 		var w watched
-		if kids, w, err = m.s.childrenW(ctx, m.leases.dir); err != nil || len(kids) <= m.n {
+		if kids, w, err = m.s.childrenW(ctx, m.leases); err != nil || len(kids) <= m.n {
 			if err == nil {
 				w.stop()
 			}
@@ -248,14 +243,14 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
-		return fmt.Errorf("zkrecipes: release lease %s: %w", l.t.path(), ErrNotHeld)
+		return errorf("release lease %s: %w", l.node.path(), ErrNotHeld)
 	}
 	l.released = true
 	l.mu.Unlock()
 
 	l.h.end()
-	if err := l.t.leave(ctx); err != nil {
-		return fmt.Errorf("zkrecipes: release lease %s: %w", l.t.path(), err)
+	if err := l.node.leave(ctx); err != nil {
+		return errorf("release lease %s: %w", l.node.path(), err)
 	}
 	return nil
 }

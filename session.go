@@ -162,11 +162,11 @@ func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*
 	}
 	for _, a := range servers {
 		if a == "" {
-			return nil, fmt.Errorf("zkrecipes: empty server address in %q", servers)
+			return nil, errorf("empty server address in %q", servers)
 		}
 	}
 	if cfg.timeout <= 0 {
-		return nil, fmt.Errorf("zkrecipes: session timeout %v is not positive", cfg.timeout)
+		return nil, errorf("session timeout %v is not positive", cfg.timeout)
 	}
 	if cfg.strict < 0 || cfg.strict >= 1 {
 		return nil, fmt.Errorf("%w: strict margin %v is not in (0, 1)", ErrInvalidArgument, cfg.strict)
@@ -193,7 +193,7 @@ func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*
 	}
 	c, err := zkclient.Connect(ctx, servers, copts...)
 	if err != nil {
-		return nil, fmt.Errorf("zkrecipes: connect %q: %w", servers, err)
+		return nil, errorf("connect %q: %w", servers, err)
 	}
 	s.c = c
 	if s.strict > 0 {
@@ -252,7 +252,7 @@ func (s *Session) Close() error {
 	}
 	s.background.Wait()
 	if err != nil {
-		return fmt.Errorf("zkrecipes: close session: %w", err)
+		return errorf("close session: %w", err)
 	}
 	return nil
 }
@@ -298,117 +298,3 @@ func (s *Session) tellLostLocked() {
 		s.tellLocked(SessionEvent{State: SessionLost})
 	}
 }
-
-// margin returns strict mode's margin for the negotiated timeout.
-func (s *Session) margin() time.Duration {
-	return time.Duration(float64(s.c.Timeout()) * s.strict)
-}
-
-// watchStrict voids the holdings whenever the newest answered send gets
-// older than the margin, checked by a timer set to that very moment and
-// set again after each check.
-func (s *Session) watchStrict() {
-	defer close(s.strictDone)
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-		case <-s.rearm:
-		case <-s.c.Done():
-			return
-		}
-		margin := s.margin()
-		wait := time.Until(s.c.Confirmed().Add(margin))
-		id, server := s.c.SessionID(), s.c.Server()
-		s.mu.Lock()
-		if wait <= 0 {
-			if !s.void {
-				s.void = true
-				if len(s.holds) > 0 {
-					s.log.Warn("no answer from zookeeper for a send in the strict margin; holdings reported lost",
-						"session", fmt.Sprintf("0x%x", id), "margin", margin)
-				}
-			}
-			s.voidHoldsLocked()
-			s.tellLostLocked()
-			wait = max(min(margin/16, 50*time.Millisecond), time.Millisecond)
-		} else {
-			if s.void && s.lostTold && !s.over {
-				// Answers came again without a reconnection (a slow
-				// link that recovered): new holdings can be taken.
-				s.lostTold = false
-				s.tellLocked(SessionEvent{State: SessionReconnected, Server: server})
-			}
-			s.void = false
-		}
-		s.mu.Unlock()
-		t.Stop()
-		t.Reset(wait)
-	}
-}
-
-func (s *Session) voidHoldsLocked() {
-	for ch := range s.holds {
-		close(ch)
-	}
-	clear(s.holds)
-}
-
-// hold registers a holding. The returned channel closes when the holding is
-// void: the session ended or, in strict mode, the server may be about to
-// expire it. release closes it and forgets it; it is idempotent.
-func (s *Session) hold() (lost <-chan struct{}, release func()) {
-	ch := make(chan struct{})
-	margin := s.margin() // not under s.mu: it asks the client
-	s.mu.Lock()
-	if s.over || s.strict > 0 && time.Since(s.c.Confirmed()) >= margin {
-		close(ch)
-		s.mu.Unlock()
-		return ch, func() {}
-	}
-	s.holds[ch] = struct{}{}
-	s.mu.Unlock()
-	return ch, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if _, ok := s.holds[ch]; ok {
-			delete(s.holds, ch)
-			close(ch)
-		}
-	}
-}
-
-// removeLater runs remove in the background, again after each failure,
-// until it succeeds or the session is over: a node of ours that a caller
-// could not delete in time must still go.
-func (s *Session) removeLater(remove func(context.Context) error) {
-	s.background.Add(1)
-	go func() {
-		defer s.background.Done()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() {
-			select {
-			case <-s.c.Done():
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		for {
-			err := remove(ctx)
-			if err == nil || s.Err() != nil || ctx.Err() != nil {
-				return
-			}
-			s.log.Warn("zookeeper: deleting a node of this session failed; trying again", "err", err)
-			select {
-			case <-time.After(100 * time.Millisecond):
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-}
-
-// awaitUp waits until the session is connected, ctx ends or the session is over.
-func (s *Session) awaitUp(ctx context.Context) error { return s.c.WaitConnected(ctx) }

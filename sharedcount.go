@@ -54,7 +54,7 @@ func (c *SharedCount) Count(ctx context.Context) (VersionedCount, error) {
 	}
 	v, err := c.read(ctx)
 	if err != nil {
-		return VersionedCount{}, fmt.Errorf("zkrecipes: shared count %s: %w", c.path, err)
+		return VersionedCount{}, errorf("shared count %s: %w", c.path, err)
 	}
 	return v, nil
 }
@@ -90,11 +90,11 @@ func (c *SharedCount) TrySetCount(ctx context.Context, n int32, prev VersionedCo
 		return false, c.err
 	}
 	if prev.Version < 0 {
-		return false, fmt.Errorf("zkrecipes: shared count %s: %w: version %d", c.path, ErrInvalidArgument, prev.Version)
+		return false, errorf("shared count %s: %w: version %d", c.path, ErrInvalidArgument, prev.Version)
 	}
 	ok, err := c.s.conditionalWrite(ctx, c.path, encodeInt32(n), prev.Version)
 	if err != nil {
-		return false, fmt.Errorf("zkrecipes: shared count %s: %w", c.path, err)
+		return false, errorf("shared count %s: %w", c.path, err)
 	}
 	return ok, nil
 }
@@ -107,7 +107,7 @@ func (c *SharedCount) SetCount(ctx context.Context, n int32) error {
 		return c.err
 	}
 	if err := c.s.forceSet(ctx, c.path, encodeInt32(n)); err != nil {
-		return fmt.Errorf("zkrecipes: shared count %s: %w", c.path, err)
+		return errorf("shared count %s: %w", c.path, err)
 	}
 	return nil
 }
@@ -158,7 +158,7 @@ func (c *SharedCount) watch(ctx context.Context, out chan<- VersionedCount) {
 	}
 	last := VersionedCount{Version: -1}
 	for {
-		data, st, w, err := c.s.getDataStatW(ctx, c.path)
+		data, st, w, err := c.s.getDataW(ctx, c.path)
 		if errors.Is(err, zkclient.ErrNoNode) {
 			var ok bool
 			if ok, w, err = c.s.existsW(ctx, c.path); err == nil && ok {
@@ -191,17 +191,6 @@ func (c *SharedCount) watch(ctx context.Context, out chan<- VersionedCount) {
 			return
 		}
 	}
-}
-
-// getDataStatW is getDataW with the node's Stat.
-func (s *Session) getDataStatW(ctx context.Context, p string) (data []byte, st zkclient.Stat, w watched, err error) {
-	err = retry(ctx, s, func() error {
-		s.stats.reads.Add(1)
-		data, st, w.w, err = s.c.GetW(ctx, p)
-		return err
-	})
-	w.s = s
-	return data, st, w, err
 }
 
 func encodeInt32(v int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
@@ -13,40 +11,6 @@ import (
 // This file holds the work queues: items offered by producers and taken by
 // consumers, each item a persistent sequential node whose data is the item.
 // (The contender queue of the locks is queue.go.)
-
-// Item node name prefixes: Curator's SimpleDistributedQueue (and ZooKeeper's
-// own queue recipe) name items "qn-<seq>"; kazoo's Queue and LockingQueue
-// name them "entry-<priority>-<seq>", the priority three digits.
-const (
-	curatorItemPrefix = "qn-"
-	kazooItemPrefix   = "entry-"
-	// kazooDefaultPriority is kazoo's put's default priority.
-	kazooDefaultPriority = 100
-)
-
-// isItem reports whether a child of a work queue's path is an item, in
-// either client's naming.
-func isItem(name string) bool {
-	return strings.HasPrefix(name, curatorItemPrefix) || strings.HasPrefix(name, kazooItemPrefix)
-}
-
-// items returns the items among kids in the order consumers take them: by
-// name, as Curator and kazoo sort them. With Curator's names that is
-// arrival order; with kazoo's, priority then arrival order; kazoo's items
-// come before Curator's in a queue that holds both.
-func items(kids []string) []string {
-	out := slices.DeleteFunc(slices.Clone(kids), func(k string) bool { return !isItem(k) })
-	slices.Sort(out)
-	return out
-}
-
-// itemName returns the name prefix an Offer creates.
-func itemName(kazoo bool, priority int) string {
-	if !kazoo {
-		return curatorItemPrefix
-	}
-	return fmt.Sprintf("%s%03d-", kazooItemPrefix, priority)
-}
 
 func checkPriority(priority int) error {
 	if priority < 0 || priority > 999 {
@@ -116,7 +80,7 @@ func (q *Queue) Offer(ctx context.Context, data []byte) error {
 // It needs WithKazooNames, and priority in [0, 999].
 func (q *Queue) OfferPriority(ctx context.Context, data []byte, priority int) error {
 	if q.err == nil && !q.kazoo {
-		return fmt.Errorf("zkrecipes: offer to %s: %w: priorities need kazoo's names (WithKazooNames)", q.dir, ErrInvalidArgument)
+		return errorf("offer to %s: %w: priorities need kazoo's names (WithKazooNames)", q.dir, ErrInvalidArgument)
 	}
 	return q.offer(ctx, data, priority)
 }
@@ -126,7 +90,7 @@ func (q *Queue) offer(ctx context.Context, data []byte, priority int) error {
 		return q.err
 	}
 	if err := checkPriority(priority); err != nil {
-		return fmt.Errorf("zkrecipes: offer to %s: %w", q.dir, err)
+		return errorf("offer to %s: %w", q.dir, err)
 	}
 	ensure := func(ctx context.Context) error { return q.s.ensurePath(ctx, q.dir) }
 	if q.kazoo {
@@ -135,7 +99,7 @@ func (q *Queue) offer(ctx context.Context, data []byte, priority int) error {
 		ensure = func(ctx context.Context) error { return q.s.createIfMissing(ctx, q.dir, nil) }
 	}
 	if err := offerItem(ctx, q.s, q.dir, itemName(q.kazoo, priority), data, ensure); err != nil {
-		return fmt.Errorf("zkrecipes: offer to %s: %w", q.dir, err)
+		return errorf("offer to %s: %w", q.dir, err)
 	}
 	return nil
 }
@@ -237,13 +201,13 @@ func (q *Queue) Take(ctx context.Context) ([]byte, error) {
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("zkrecipes: take from %s: %w", q.dir, err)
+			return nil, errorf("take from %s: %w", q.dir, err)
 		}
 		data, ok, err := q.takeFirst(ctx, items(kids))
 		if ok || err != nil {
 			w.stop()
 			if err != nil {
-				return data, fmt.Errorf("zkrecipes: take from %s: %w", q.dir, err)
+				return data, errorf("take from %s: %w", q.dir, err)
 			}
 			return data, nil
 		}
@@ -251,9 +215,9 @@ func (q *Queue) Take(ctx context.Context) ([]byte, error) {
 		case <-w.event():
 		case <-ctx.Done():
 			w.stop()
-			return nil, fmt.Errorf("zkrecipes: take from %s: %w", q.dir, ctx.Err())
+			return nil, errorf("take from %s: %w", q.dir, ctx.Err())
 		case <-q.s.Done():
-			return nil, fmt.Errorf("zkrecipes: take from %s: %w", q.dir, q.s.Err())
+			return nil, errorf("take from %s: %w", q.dir, q.s.Err())
 		}
 	}
 }
@@ -264,20 +228,16 @@ func (q *Queue) Poll(ctx context.Context) ([]byte, bool, error) {
 		return nil, false, q.err
 	}
 	for {
-		kids, err := q.s.children(ctx, q.dir)
-		if errors.Is(err, zkclient.ErrNoNode) {
-			return nil, false, nil
-		}
+		its, err := listItems(ctx, q.s, q.dir)
 		if err != nil {
-			return nil, false, fmt.Errorf("zkrecipes: poll %s: %w", q.dir, err)
+			return nil, false, errorf("poll %s: %w", q.dir, err)
 		}
-		its := items(kids)
 		if len(its) == 0 {
 			return nil, false, nil
 		}
 		data, ok, err := q.takeFirst(ctx, its)
 		if err != nil {
-			return data, false, fmt.Errorf("zkrecipes: poll %s: %w", q.dir, err)
+			return data, false, errorf("poll %s: %w", q.dir, err)
 		}
 		if ok {
 			return data, true, nil
@@ -293,14 +253,10 @@ func (q *Queue) Peek(ctx context.Context) ([]byte, bool, error) {
 		return nil, false, q.err
 	}
 	for {
-		kids, err := q.s.children(ctx, q.dir)
-		if errors.Is(err, zkclient.ErrNoNode) {
-			return nil, false, nil
-		}
+		its, err := listItems(ctx, q.s, q.dir)
 		if err != nil {
-			return nil, false, fmt.Errorf("zkrecipes: peek %s: %w", q.dir, err)
+			return nil, false, errorf("peek %s: %w", q.dir, err)
 		}
-		its := items(kids)
 		if len(its) == 0 {
 			return nil, false, nil
 		}
@@ -310,7 +266,7 @@ func (q *Queue) Peek(ctx context.Context) ([]byte, bool, error) {
 				continue // taken meanwhile
 			}
 			if err != nil {
-				return nil, false, fmt.Errorf("zkrecipes: peek %s: %w", q.dir, err)
+				return nil, false, errorf("peek %s: %w", q.dir, err)
 			}
 			return data, true, nil
 		}
@@ -322,14 +278,25 @@ func (q *Queue) Len(ctx context.Context) (int, error) {
 	if q.err != nil {
 		return 0, q.err
 	}
-	kids, err := q.s.children(ctx, q.dir)
+	its, err := listItems(ctx, q.s, q.dir)
+	if err != nil {
+		return 0, errorf("length of %s: %w", q.dir, err)
+	}
+	return len(its), nil
+}
+
+// listItems lists the items of the work queue on dir in the order
+// consumers take them (see items); a queue whose path does not exist has
+// none.
+func listItems(ctx context.Context, s *Session, dir string) ([]string, error) {
+	kids, err := s.children(ctx, dir)
 	if errors.Is(err, zkclient.ErrNoNode) {
-		return 0, nil
+		return nil, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("zkrecipes: length of %s: %w", q.dir, err)
+		return nil, err
 	}
-	return len(items(kids)), nil
+	return items(kids), nil
 }
 
 // takeFirst takes the first of its that no other consumer takes first.

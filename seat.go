@@ -3,7 +3,6 @@ package zkrecipes
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
@@ -61,36 +60,33 @@ func (st *seat) acquire(ctx context.Context, k kind, try bool, op string) error 
 	switch {
 	case st.held != nil && st.reader && !k.reader:
 		st.mu.Unlock()
-		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, ErrUpgrade)
+		return errorf("%s %s: %w", op, st.q.dir, ErrUpgrade)
 	case st.held != nil && !st.reader && k.reader:
 		st.mu.Unlock()
-		return fmt.Errorf("zkrecipes: %s %s: %w: the write lock is held and cannot be downgraded (Unlock, then RLock)", op, st.q.dir, ErrBusy)
+		return errorf("%s %s: %w: the write lock is held and cannot be downgraded (Unlock, then RLock)", op, st.q.dir, ErrBusy)
 	case st.busy:
 		st.mu.Unlock()
-		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, ErrBusy)
+		return errorf("%s %s: %w", op, st.q.dir, ErrBusy)
 	}
 	st.busy, st.reader = true, k.reader
 	st.mu.Unlock()
 
 	t, err := st.take(ctx, k, try)
+	return st.settle(t, err, op)
+}
 
+// settle ends an acquisition: t holds, and its loss is watched for from
+// now on, or the acquisition failed with err and the seat is idle.
+func (st *seat) settle(t *ticket, err error, op string) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err != nil {
 		st.busy = false
-		if errors.Is(err, ErrLocked) {
-			return fmt.Errorf("%s %s: %w", op, st.q.dir, err)
-		}
-		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, err)
+		return errorf("%s %s: %w", op, st.q.dir, err)
 	}
-	st.holdLocked(t)
-	return nil
-}
-
-// holdLocked records that t holds, and starts watching for its loss.
-func (st *seat) holdLocked(t *ticket) {
 	st.held = t
 	st.hold = st.q.s.holdNode(t.path())
+	return nil
 }
 
 func (st *seat) take(ctx context.Context, k kind, try bool) (*ticket, error) {
@@ -123,7 +119,7 @@ func (st *seat) requeue(ctx context.Context, op string) error {
 	t, h := st.held, st.hold
 	if t == nil {
 		st.mu.Unlock()
-		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, ErrNotHeld)
+		return errorf("%s %s: %w", op, st.q.dir, ErrNotHeld)
 	}
 	st.held, st.hold = nil, nil // still busy: acquiring again
 	st.mu.Unlock()
@@ -142,14 +138,7 @@ func (st *seat) requeue(ctx context.Context, op string) error {
 			n.leave(ctx)
 		}
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if err != nil {
-		st.busy = false
-		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, err)
-	}
-	st.holdLocked(n)
-	return nil
+	return st.settle(n, err, op)
 }
 
 // leave releases what is held, if it is of the reader kind given.
@@ -168,7 +157,7 @@ func (st *seat) leave(ctx context.Context, reader bool, op string) error {
 			}
 		}
 		st.mu.Unlock()
-		return fmt.Errorf("zkrecipes: %s %s: %w (this value holds %s)", op, st.q.dir, ErrNotHeld, what)
+		return errorf("%s %s: %w (this value holds %s)", op, st.q.dir, ErrNotHeld, what)
 	}
 	st.held, st.hold, st.busy = nil, nil, false
 	st.mu.Unlock()
@@ -177,7 +166,7 @@ func (st *seat) leave(ctx context.Context, reader bool, op string) error {
 	err := t.leave(ctx)
 	h.settle(err == nil)
 	if err != nil {
-		return fmt.Errorf("zkrecipes: %s %s: %w", op, st.q.dir, err)
+		return errorf("%s %s: %w", op, st.q.dir, err)
 	}
 	return nil
 }
@@ -211,7 +200,7 @@ func (st *seat) heldOp() zkclient.Op {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.held == nil {
-		return zkclient.FailedOp(fmt.Errorf("zkrecipes: %s: %w", st.q.dir, ErrNotHeld))
+		return zkclient.FailedOp(errorf("%s: %w", st.q.dir, ErrNotHeld))
 	}
 	return st.q.s.c.CheckOp(st.held.path(), -1)
 }

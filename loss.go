@@ -3,11 +3,97 @@ package zkrecipes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
+
+// This file is how the Session tracks its holdings (locks, leadership,
+// membership, leases) and tells their loss: the session ending, strict
+// mode's margin passing without an answer, or the holding's own node
+// being deleted by someone else.
+
+// margin returns strict mode's margin for the negotiated timeout.
+func (s *Session) margin() time.Duration {
+	return time.Duration(float64(s.c.Timeout()) * s.strict)
+}
+
+// watchStrict voids the holdings whenever the newest answered send gets
+// older than the margin, checked by a timer set to that very moment and
+// set again after each check.
+func (s *Session) watchStrict() {
+	defer close(s.strictDone)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.rearm:
+		case <-s.c.Done():
+			return
+		}
+		margin := s.margin()
+		wait := time.Until(s.c.Confirmed().Add(margin))
+		id, server := s.c.SessionID(), s.c.Server()
+		s.mu.Lock()
+		if wait <= 0 {
+			if !s.void {
+				s.void = true
+				if len(s.holds) > 0 {
+					s.log.Warn("no answer from zookeeper for a send in the strict margin; holdings reported lost",
+						"session", fmt.Sprintf("0x%x", id), "margin", margin)
+				}
+			}
+			s.voidHoldsLocked()
+			s.tellLostLocked()
+			wait = max(min(margin/16, 50*time.Millisecond), time.Millisecond)
+		} else {
+			if s.void && s.lostTold && !s.over {
+				// Answers came again without a reconnection (a slow
+				// link that recovered): new holdings can be taken.
+				s.lostTold = false
+				s.tellLocked(SessionEvent{State: SessionReconnected, Server: server})
+			}
+			s.void = false
+		}
+		s.mu.Unlock()
+		t.Stop()
+		t.Reset(wait)
+	}
+}
+
+func (s *Session) voidHoldsLocked() {
+	for ch := range s.holds {
+		close(ch)
+	}
+	clear(s.holds)
+}
+
+// hold registers a holding. The returned channel closes when the holding is
+// void: the session ended or, in strict mode, the server may be about to
+// expire it. release closes it and forgets it; it is idempotent.
+func (s *Session) hold() (lost <-chan struct{}, release func()) {
+	ch := make(chan struct{})
+	margin := s.margin() // not under s.mu: it asks the client
+	s.mu.Lock()
+	if s.over || s.strict > 0 && time.Since(s.c.Confirmed()) >= margin {
+		close(ch)
+		s.mu.Unlock()
+		return ch, func() {}
+	}
+	s.holds[ch] = struct{}{}
+	s.mu.Unlock()
+	return ch, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if _, ok := s.holds[ch]; ok {
+			delete(s.holds, ch)
+			close(ch)
+		}
+	}
+}
 
 // nodeHold is a holding embodied by one node of this session (a lock, a
 // leadership, a membership). Its lost channel closes when the session's
@@ -38,7 +124,7 @@ func (s *Session) holdNode(p string) *nodeHold {
 func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
 	defer close(h.done)
 	for {
-		_, w, err := s.getDataWCounted(ctx, p, &s.stats.holdWatches)
+		_, _, w, err := s.getDataWCounted(ctx, p, &s.stats.holdWatches)
 		if errors.Is(err, zkclient.ErrNoNode) {
 			h.release()
 			return
