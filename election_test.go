@@ -241,18 +241,6 @@ func TestElectionChurn(t *testing.T) {
 	e.empty(path)
 }
 
-// expireSession is env.expire for use off the test's goroutine; a session
-// that is already gone is fine.
-func expireSession(t *testing.T, addr string, s *zkrecipes.Session) {
-	id, pw := s.Credentials()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := zktest.ExpireSession(ctx, addr, id, pw)
-	if err != nil && !errors.Is(err, zktest.ErrNoSession) && s.Err() == nil {
-		t.Errorf("expire session 0x%x: %v", id, err)
-	}
-}
-
 // TestElectionCrashWakesOneSuccessor queues 10 participants and expires the
 // leader's session: exactly one watch event reaches the 9 others, and it
 // goes to the next in line, which then leads.

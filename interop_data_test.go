@@ -283,16 +283,3 @@ func discoveryInterop(t *testing.T, e *env, ctx context.Context, curator curator
 	cache.wait(t)
 	e.empty(base + "/web")
 }
-
-// items returns the data of the "ITEM <data>" lines the contender printed.
-func (p *contenderProc) items() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []string
-	for _, l := range p.lines {
-		if d, ok := strings.CutPrefix(l, "ITEM "); ok {
-			out = append(out, d)
-		}
-	}
-	return out
-}

@@ -89,19 +89,6 @@ func TestSharedCountIncrements(t *testing.T) {
 	}
 }
 
-// incrementShared adds one to c, as Curator users do: read, try, again.
-func incrementShared(ctx context.Context, c *zkrecipes.SharedCount) error {
-	for {
-		v, err := c.Count(ctx)
-		if err != nil {
-			return err
-		}
-		if ok, err := c.TrySetCount(ctx, v.Value+1, v); ok || err != nil {
-			return err
-		}
-	}
-}
-
 // TestSharedCountWatch: the stream starts with the current value, follows
 // another session's writes, waits through a deletion and ends with ctx.
 func TestSharedCountWatch(t *testing.T) {
