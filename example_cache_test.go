@@ -8,24 +8,15 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
-	"github.com/zkrecipes/zkrecipes/zkserver"
 )
 
 // A Cache keeps a local copy of a subtree: read it without a request, and
 // follow its changes.
 func ExampleNewCache() {
-	srv, err := zkserver.Run() // an embedded server; use your ensemble's addresses
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
+	s, done := exampleSession()
+	defer done()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := zkrecipes.NewSession(ctx, []string{srv.Addr()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer s.Close()
 	c := s.Client()
 	acl := zkclient.WorldACL(zkclient.PermAll)
 	c.Create(ctx, "/config", nil, zkclient.Persistent, acl)

@@ -9,25 +9,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/zkserver"
 )
-
-// These examples run on the embedded server; use your ensemble's addresses.
-
-// exampleSession starts an embedded server and opens a session on it.
-func exampleSession() (*zkrecipes.Session, func()) {
-	srv, err := zkserver.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := zkrecipes.NewSession(ctx, []string{srv.Addr()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	return s, func() { s.Close(); srv.Close() }
-}
 
 // An increment that loses nothing: read the count with its version, write
 // the new value only if the version is unchanged, again if it was not.
@@ -181,19 +163,16 @@ func ExampleDiscovery() {
 // Stay registered across session expiry: KeepRegistered opens a new session
 // whenever the old one ends, until its context does.
 func ExampleKeepRegistered() {
-	srv, err := zkserver.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
+	servers, stopServer := exampleServer()
+	defer stopServer()
 	ctx, stop := context.WithTimeout(context.Background(), 200*time.Millisecond) // until shutdown, say
 	defer stop()
 
 	connect := func(ctx context.Context) (*zkrecipes.Session, error) {
-		return zkrecipes.NewSession(ctx, []string{srv.Addr()})
+		return zkrecipes.NewSession(ctx, servers)
 	}
 	inst := zkrecipes.ServiceInstance{Name: "api", ID: "api-1", Port: 8080}
-	err = zkrecipes.KeepRegistered(ctx, connect, "/services", inst)
+	err := zkrecipes.KeepRegistered(ctx, connect, "/services", inst)
 	fmt.Println(err, errors.Is(ctx.Err(), context.DeadlineExceeded))
 	// Output: <nil> true
 }
