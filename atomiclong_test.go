@@ -13,7 +13,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestAtomicLongLayout: Curator's 8 bytes, big-endian; a missing node (or
@@ -127,9 +126,7 @@ func TestAtomicLongAdd(t *testing.T) {
 func TestAtomicLongUnconfirmed(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	p, err := zktest.NewProxy(e.servers[0])
-	must(t, err, "proxy")
-	t.Cleanup(func() { p.Close() })
+	p := e.proxy()
 	s := e.sessionOn([]string{p.Addr()})
 	a := zkrecipes.NewAtomicLong(s, e.path+"/n")
 	e.mkdirs(e.path)

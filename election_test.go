@@ -428,9 +428,7 @@ func TestElectionConnectionCutDuringCreate(t *testing.T) {
 	e := newEnv(t)
 	path := e.path + "/election"
 	ctx := ctxTimeout(t, time.Minute)
-	p, err := zktest.NewProxy(e.servers[0])
-	must(t, err, "proxy")
-	t.Cleanup(func() { p.Close() })
+	p := e.proxy()
 	s := e.sessionOn([]string{p.Addr()})
 	e.mkdirs(path)
 	el := zkrecipes.NewElection(s, path, "cut")

@@ -120,6 +120,19 @@ func (e *env) mkdirs(p string) {
 	}
 }
 
+// startEnsemble starts a 3-member ensemble of the test's own (skipped with
+// -short, and where the shared server could not start).
+func startEnsemble(t *testing.T) *zktest.Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a 3-member ensemble")
+	}
+	if sharedErr != nil {
+		zktest.SkipOrFail(t, sharedErr)
+	}
+	return zktest.StartT(t, zktest.Options{Servers: 3})
+}
+
 // proxy puts a fault-injecting proxy in front of the first server.
 func (e *env) proxy() *zktest.Proxy {
 	e.t.Helper()

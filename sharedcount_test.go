@@ -11,7 +11,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestSharedCountLayout: the node holds Curator's 4 bytes, big-endian; the
@@ -130,9 +129,7 @@ func TestSharedCountUnconfirmed(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	path := e.path + "/count"
-	p, err := zktest.NewProxy(e.servers[0])
-	must(t, err, "proxy")
-	t.Cleanup(func() { p.Close() })
+	p := e.proxy()
 	c := zkrecipes.NewSharedCount(e.sessionOn([]string{p.Addr()}), path, 0)
 
 	v, err := c.Count(ctx)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkserver"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 var (
@@ -263,9 +262,7 @@ func TestQueueUnconfirmed(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	path := e.path + "/q"
-	p, err := zktest.NewProxy(e.servers[0])
-	must(t, err, "proxy")
-	t.Cleanup(func() { p.Close() })
+	p := e.proxy()
 	q := zkrecipes.NewQueue(e.sessionOn([]string{p.Addr()}), path)
 	for _, d := range []string{"a", "b", "c"} {
 		must(t, q.Offer(ctx, []byte(d)), "Offer")
@@ -296,7 +293,7 @@ func TestQueueUnconfirmed(t *testing.T) {
 	// when the call is made) and never reached the trap; either
 	// way the item is taken once.
 	p.CutOnRequest(2, true)
-	data, err = q.Take(ctx)
+	data, err := q.Take(ctx)
 	if string(data) != "c" || err != nil && !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
 		t.Errorf("Take whose delete was sent, answer lost = %q, %v; want c, unconfirmed or not", data, err)
 	}
