@@ -368,6 +368,64 @@ func render(ms []zkrecipes.Member) string {
 	return strings.Join(parts, ",")
 }
 
+// shareItems has producers offer each items apiece ("p<producer>-<n>")
+// while consumers take them, each on a session of its own, until every
+// item is taken; it fails the test on an item taken more than once, or
+// not at all. consumer gives consumer i's take on its session, which
+// returns an item's data, or false to stop (the context it is given ends
+// once every item is taken); producer gives a producer's offer.
+func (e *env) shareItems(ctx context.Context, producers, each, consumers int,
+	consumer func(i int, s *zkrecipes.Session) func(context.Context) ([]byte, bool),
+	producer func(s *zkrecipes.Session) func(context.Context, []byte) error) {
+	t := e.t
+	t.Helper()
+	var mu sync.Mutex
+	taken := map[string]int{}
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	for i := range consumers {
+		take := consumer(i, e.session())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				data, ok := take(cctx)
+				if !ok {
+					return
+				}
+				mu.Lock()
+				taken[string(data)]++
+				if len(taken) == producers*each {
+					stop()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for p := range producers {
+		offer := producer(e.session())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range each {
+				if !check(t, offer(ctx, fmt.Appendf(nil, "p%d-%d", p, n)), "Offer") {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for item, n := range taken {
+		if n != 1 {
+			t.Errorf("item %s taken %d times", item, n)
+		}
+	}
+	if len(taken) != producers*each {
+		t.Errorf("%d distinct items taken, want %d", len(taken), producers*each)
+	}
+}
+
 // Interop contenders: Curator (Java) and kazoo (Python) processes.
 
 // interopEnv gives an interop test its env, a context and the Curator

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -135,56 +134,21 @@ func TestQueueExactlyOnce(t *testing.T) {
 	path := e.path + "/q"
 	const producers, each, consumers = 2, 50, 4
 
-	var mu sync.Mutex
-	taken := map[string]int{}
-	cctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var cw sync.WaitGroup
-	for i := range consumers {
-		q := zkrecipes.NewQueue(e.session(), path)
-		cw.Add(1)
-		go func() {
-			defer cw.Done()
-			for {
-				data, err := q.Take(cctx)
-				if cctx.Err() != nil {
-					return
-				}
-				if !check(t, err, "consumer %d: Take", i) {
-					return
-				}
-				mu.Lock()
-				taken[string(data)]++
-				if len(taken) == producers*each {
-					stop()
-				}
-				mu.Unlock()
+	e.shareItems(ctx, producers, each, consumers, func(i int, s *zkrecipes.Session) func(context.Context) ([]byte, bool) {
+		q := zkrecipes.NewQueue(s, path)
+		return func(cctx context.Context) ([]byte, bool) {
+			data, err := q.Take(cctx)
+			if cctx.Err() != nil {
+				return nil, false
 			}
-		}()
-	}
-	var pw sync.WaitGroup
-	for p := range producers {
-		q := zkrecipes.NewQueue(e.session(), path)
-		pw.Add(1)
-		go func() {
-			defer pw.Done()
-			for n := range each {
-				if !check(t, q.Offer(ctx, fmt.Appendf(nil, "p%d-%d", p, n)), "Offer") {
-					return
-				}
+			if !check(t, err, "consumer %d: Take", i) {
+				return nil, false
 			}
-		}()
-	}
-	pw.Wait()
-	cw.Wait()
-	for item, n := range taken {
-		if n != 1 {
-			t.Errorf("item %s taken %d times", item, n)
+			return data, true
 		}
-	}
-	if len(taken) != producers*each {
-		t.Errorf("%d distinct items taken, want %d", len(taken), producers*each)
-	}
+	}, func(s *zkrecipes.Session) func(context.Context, []byte) error {
+		return zkrecipes.NewQueue(s, path).Offer
+	})
 	e.empty(path)
 }
 
