@@ -485,11 +485,7 @@ func TestElectionInterop(t *testing.T) {
 					if !check(t, el.Campaign(ctx), "zkrecipes-%d: Campaign", i) {
 						return
 					}
-					if err := markExclusive(marker); err != nil {
-						t.Errorf("zkrecipes-%d round %d: %v", i, n, err)
-					}
-					time.Sleep(5 * time.Millisecond)
-					os.Remove(filepath.Join(marker, "exclusive"))
+					holdExclusive(t, marker, fmt.Sprintf("zkrecipes-%d", i), n)
 					check(t, el.Resign(ctx), "zkrecipes-%d: Resign", i)
 				}
 			}()

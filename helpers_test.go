@@ -608,6 +608,18 @@ func markExclusive(dir string) error {
 	return nil
 }
 
+// holdExclusive marks the marker directory as an exclusive holder for
+// 5ms, as the interop contenders do while they hold, and reports a
+// violation it finds as an error of who's round n.
+func holdExclusive(t *testing.T, marker, who string, n int) {
+	t.Helper()
+	if err := markExclusive(marker); err != nil {
+		t.Errorf("%s round %d: %v", who, n, err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	os.Remove(filepath.Join(marker, "exclusive"))
+}
+
 // markShared claims the marker directory as a reader, as the interop
 // contenders do, and returns the file to remove when leaving.
 func markShared(dir, id string, n int) (string, error) {

@@ -61,11 +61,7 @@ func TestMutexInterop(t *testing.T) {
 					m := zkrecipes.NewMutex(s, lock)
 					for n := range 10 {
 						must(t, m.Lock(ctx), "zkrecipes-%d: Lock", i)
-						if err := markExclusive(marker); err != nil {
-							t.Errorf("zkrecipes-%d round %d: %v", i, n, err)
-						}
-						time.Sleep(5 * time.Millisecond)
-						os.Remove(filepath.Join(marker, "exclusive"))
+						holdExclusive(t, marker, fmt.Sprintf("zkrecipes-%d", i), n)
 						must(t, m.Unlock(ctx), "zkrecipes-%d: Unlock", i)
 					}
 				}()

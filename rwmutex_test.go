@@ -446,11 +446,7 @@ func runRWContenders(t *testing.T, ctx context.Context, e *env, lock, marker str
 				if !check(t, m.Lock(ctx), "%s: Lock", id) {
 					return
 				}
-				if err := markExclusive(marker); err != nil {
-					t.Errorf("%s round %d: %v", id, n, err)
-				}
-				time.Sleep(5 * time.Millisecond)
-				os.Remove(filepath.Join(marker, "exclusive"))
+				holdExclusive(t, marker, id, n)
 				check(t, m.Unlock(ctx), "%s: Unlock", id)
 			}
 		}()
