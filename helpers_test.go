@@ -179,11 +179,14 @@ func (e *env) watches() int {
 	return n
 }
 
-// afterHold returns the server's watch count once a holding just taken has
-// set the watch on its own node (sent after the lock call returned), given
-// the count before that lock call: a baseline for counting waiters' watches.
-func (e *env) afterHold(before int) int {
+// lockBase takes a holding with lock (on a lock nobody holds) and returns
+// the server's watch count once the holding has set the watch on its own
+// node (sent after the lock call returned): a baseline for counting
+// waiters' watches.
+func (e *env) lockBase(ctx context.Context, lock func(context.Context) error, what string) int {
 	e.t.Helper()
+	before := e.watches()
+	must(e.t, lock(ctx), "%s", what)
 	e.waitFor("the holder's watch on its own node", func() bool { return e.watches() >= before+1 })
 	return e.watches()
 }

@@ -272,10 +272,7 @@ func TestMutexNoHerd(t *testing.T) {
 	lock := e.path + "/lock"
 	ctx := ctxTimeout(t, 3*time.Minute)
 	holder := zkrecipes.NewMutex(e.session(), lock)
-	unheld := e.watches()
-	must(t, holder.Lock(ctx), "holder: Lock")
-
-	baseline := e.afterHold(unheld)
+	baseline := e.lockBase(ctx, holder.Lock, "holder: Lock")
 	sessions := make([]*zkrecipes.Session, waiters)
 	for i := range sessions {
 		sessions[i] = e.session()
