@@ -1,10 +1,8 @@
 package zkrecipes_test
 
 import (
-	"context"
 	"fmt"
 	"log"
-	"time"
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
@@ -13,10 +11,8 @@ import (
 // A Cache keeps a local copy of a subtree: read it without a request, and
 // follow its changes.
 func ExampleNewCache() {
-	s, done := exampleSession()
+	ctx, s, done := exampleSession()
 	defer done()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	c := s.Client()
 	acl := zkclient.WorldACL(zkclient.PermAll)
 	c.Create(ctx, "/config", nil, zkclient.Persistent, acl)

@@ -1,11 +1,9 @@
 package zkrecipes_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log"
-	"time"
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
@@ -14,10 +12,8 @@ import (
 // The Session reads and writes the program's own nodes on the connection
 // its recipes use.
 func ExampleSession_Create() {
-	s, done := exampleSession()
+	ctx, s, done := exampleSession()
 	defer done()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 
 	if _, err := s.Create(ctx, "/app/config/db", []byte("primary"), zkrecipes.WithParents()); err != nil {
 		log.Fatal(err)
@@ -41,10 +37,8 @@ func ExampleSession_Create() {
 // in one transaction: a holder whose lock was taken from it (its node
 // deleted) writes nothing.
 func ExampleMutex_HeldOp() {
-	s, done := exampleSession()
+	ctx, s, done := exampleSession()
 	defer done()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	if _, err := s.Create(ctx, "/app/report", nil, zkrecipes.WithParents()); err != nil {
 		log.Fatal(err)
 	}
@@ -64,10 +58,8 @@ func ExampleMutex_HeldOp() {
 // States tells a program when to pause (Suspended), when its holdings are
 // gone (Lost), and when it may go on (Reconnected).
 func ExampleSession_States() {
-	s, done := exampleSession()
+	ctx, s, done := exampleSession()
 	defer done()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	states := s.States()
 	s.Close()
 	for {

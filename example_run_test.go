@@ -13,10 +13,8 @@ import (
 // A MultiLock takes several locks all or none, always in the same order,
 // so two transfers between the same accounts cannot deadlock.
 func ExampleMultiLock() {
-	s, done := exampleSession()
+	ctx, s, done := exampleSession()
 	defer done()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 
 	m := zkrecipes.NewMultiLock(s, []string{"/accounts/bob", "/accounts/alice"})
 	if err := m.Lock(ctx); err != nil {
@@ -77,10 +75,8 @@ func ExampleCreatePersistentNode() {
 
 // TryAcquire takes a permit only if one is free now.
 func ExampleSemaphore_TryAcquire() {
-	s, done := exampleSession()
+	ctx, s, done := exampleSession()
 	defer done()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 
 	// One render at a time; the lease node says who renders.
 	sem := zkrecipes.NewSemaphore(s, "/jobs/render", 1, zkrecipes.WithNodeData([]byte("host-a")))
@@ -97,10 +93,8 @@ func ExampleSemaphore_TryAcquire() {
 // A leader advertises a value, such as its address, and changes it while
 // leading; observers see each value.
 func ExampleElection_Proclaim() {
-	s, done := exampleSession()
+	ctx, s, done := exampleSession()
 	defer done()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 
 	e := zkrecipes.NewElection(s, "/app/leader", "host-a")
 	if err := e.CampaignValue(ctx, "10.0.0.1:8080"); err != nil {

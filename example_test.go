@@ -24,16 +24,16 @@ func exampleServer() (servers []string, stop func()) {
 }
 
 // exampleSession starts an embedded server and opens a session on it, for
-// a runnable example; done closes both.
-func exampleSession() (s *zkrecipes.Session, done func()) {
+// a runnable example, with a context that ends after 10s; done closes the
+// session, ends the context and closes the server.
+func exampleSession() (ctx context.Context, s *zkrecipes.Session, done func()) {
 	servers, stop := exampleServer()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	s, err := zkrecipes.NewSession(ctx, servers)
 	if err != nil {
 		log.Fatal(err)
 	}
-	return s, func() { s.Close(); stop() }
+	return ctx, s, func() { s.Close(); cancel(); stop() }
 }
 
 // ensembleSession opens a session on a ZooKeeper server on localhost:2181,
