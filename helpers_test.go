@@ -303,6 +303,21 @@ func closed(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
+// cutWhile drops call's next request with opcode on its way to the server
+// (the trap), keeps the client from reconnecting while meanwhile does
+// another client's write, then lets it back and returns call's error
+// (what names the call if it does not return).
+func cutWhile(t *testing.T, p *zktest.Proxy, opcode int32, trap, what string, call func() error, meanwhile func()) error {
+	t.Helper()
+	p.Refuse(true)
+	p.CutOnRequest(opcode, false)
+	done := async(call)
+	closed(t, p.Tripped(), trap)
+	meanwhile()
+	p.Refuse(false)
+	return result(t, done, what)
+}
+
 // roundTrip makes sure every watch event the server sent to the sessions so
 // far is counted in their Stats.
 func roundTrip(t *testing.T, ss ...*zkrecipes.Session) {

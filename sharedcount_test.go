@@ -143,15 +143,11 @@ func TestSharedCountUnconfirmed(t *testing.T) {
 	for _, other := range []int32{9, 2} {
 		v, err := c.Count(ctx)
 		must(t, err, "Count")
-		p.Refuse(true)
-		p.CutOnRequest(5, false)
 		var ok bool
-		done := async(func() (err error) { ok, err = c.TrySetCount(ctx, 2, v); return err })
-		closed(t, p.Tripped(), "the setData trap")
-		_, err = e.admin.Set(path, []byte{0, 0, 0, byte(other)}, v.Version)
-		must(t, err, "set")
-		p.Refuse(false)
-		err = result(t, done, "TrySetCount")
+		err = cutWhile(t, p, 5, "the setData trap", "TrySetCount", func() (err error) { ok, err = c.TrySetCount(ctx, 2, v); return err }, func() {
+			_, err := e.admin.Set(path, []byte{0, 0, 0, byte(other)}, v.Version)
+			must(t, err, "set")
+		})
 		switch {
 		case other != 2 && (ok || err != nil):
 			t.Errorf("TrySetCount after another client wrote %d = %v, %v; want false", other, ok, err)

@@ -239,16 +239,13 @@ func TestQueueUnconfirmed(t *testing.T) {
 
 	// Dropped again, and another consumer takes the item before this one
 	// is back.
-	p.Refuse(true)
-	p.CutOnRequest(2, false)
 	var data []byte
-	done := async(func() (err error) { data, err = q.Take(ctx); return err })
-	closed(t, p.Tripped(), "the delete trap")
-	kids := e.children(path)
-	slices.Sort(kids)
-	must(t, e.admin.Delete(path+"/"+kids[0], -1), "delete b")
-	p.Refuse(false)
-	if err := result(t, done, "Take"); string(data) != "b" || !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
+	err := cutWhile(t, p, 2, "the delete trap", "Take", func() (err error) { data, err = q.Take(ctx); return err }, func() {
+		kids := e.children(path)
+		slices.Sort(kids)
+		must(t, e.admin.Delete(path+"/"+kids[0], -1), "delete b")
+	})
+	if string(data) != "b" || !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
 		t.Errorf("Take whose item went while its delete was lost = %q, %v; want b and ErrWriteUnconfirmed", data, err)
 	}
 
@@ -257,7 +254,7 @@ func TestQueueUnconfirmed(t *testing.T) {
 	// when the call is made) and never reached the trap; either
 	// way the item is taken once.
 	p.CutOnRequest(2, true)
-	data, err := q.Take(ctx)
+	data, err = q.Take(ctx)
 	if string(data) != "c" || err != nil && !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
 		t.Errorf("Take whose delete was sent, answer lost = %q, %v; want c, unconfirmed or not", data, err)
 	}
