@@ -13,7 +13,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestAtomicLongLayout: Curator's 8 bytes, big-endian; a missing node (or
@@ -127,9 +126,7 @@ func TestAtomicLongAdd(t *testing.T) {
 func TestAtomicLongUnconfirmed(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, 30*time.Second)
-	p, err := zktest.NewProxy(e.servers[0])
-	must(t, err, "proxy")
-	t.Cleanup(func() { p.Close() })
+	p := e.proxy()
 	s := e.sessionOn([]string{p.Addr()})
 	a := zkrecipes.NewAtomicLong(s, e.path+"/n")
 	e.mkdirs(e.path)
@@ -167,15 +164,11 @@ func TestAtomicLongUnconfirmed(t *testing.T) {
 	for _, other := range []int64{5, 1} {
 		path := fmt.Sprintf("%s/made-%d", e.path, other)
 		b := zkrecipes.NewAtomicLong(s, path)
-		p.Refuse(true)
-		p.CutOnRequest(1, false)
 		var v int64
-		done := async(func() (err error) { v, err = b.Add(ctx, 1); return err })
-		closed(t, p.Tripped(), "the create trap")
-		_, err := e.admin.Create(path, binary.BigEndian.AppendUint64(nil, uint64(other)), 0, zk.WorldACL(zk.PermAll))
-		must(t, err, "create")
-		p.Refuse(false)
-		err = result(t, done, "Add")
+		err := cutWhile(t, p, 1, "the create trap", "Add", func() (err error) { v, err = b.Add(ctx, 1); return err }, func() {
+			_, err := e.admin.Create(path, binary.BigEndian.AppendUint64(nil, uint64(other)), 0, zk.WorldACL(zk.PermAll))
+			must(t, err, "create")
+		})
 		switch {
 		case other != 1 && (v != other+1 || err != nil):
 			t.Errorf("Add after another client made the node with %d = %d, %v; want %d", other, v, err, other+1)

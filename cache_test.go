@@ -772,43 +772,11 @@ func matches(ev zkrecipes.CacheEvent, st nodeState, op writerOp) bool {
 // watch's events, which report the four changes exactly once each.
 func TestCacheResyncParentRemade(t *testing.T) {
 	e := newEnv(t)
-	root := e.path + "/tree"
-	e.mkdirs(root)
-	e.create(root+"/a", "a1")
-	e.create(root+"/a/x", "x1")
 	p := e.proxy()
-	s := e.sessionOn([]string{p.Addr()})
-	var armed atomic.Bool
-	c := newCache(t, s, root, zkrecipes.WithBeforeRead(func(path string) {
-		if path == root+"/a/x" && armed.CompareAndSwap(true, false) {
-			e.del(root + "/a/x")
-			e.del(root + "/a")
-			e.create(root+"/a", "a2")
-			e.create(root+"/a/x", "x2")
-		}
-	}))
-	m := initialEvents(t, c)
-	armed.Store(true)
-	p.Cut() // the cache reads the tree again after the reconnection
-	e.waitFor("the pass over the tree", func() bool { return !armed.Load() })
-	want := e.waitCopy(c)
-	var got []string
-	for _, ev := range drainEvents(t, c) {
-		if err := m.apply(ev); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, fmt.Sprintf("%v %s %s", ev.Type, strings.TrimPrefix(ev.Path, root), ev.Data))
-	}
-	if d := sameTree(m.nodes, want); d != "" {
-		t.Fatalf("the events do not give the server's tree: %s", d)
-	}
-	wantEvs := []string{"deleted /a/x x1", "deleted /a a1", "created /a a2", "created /a/x x2"}
-	if !slices.Equal(got, wantEvs) {
-		t.Fatalf("events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantEvs, "\n"))
-	}
-	if _, deferred := zkrecipes.CacheCounts(c); deferred == 0 {
-		t.Fatal("the node read was not deferred")
-	}
+	root := e.path + "/tree"
+	e.parentRemade(e.sessionOn([]string{p.Addr()}), root, root+"/a/x", "the pass over the tree", func() {
+		p.Cut() // the cache reads the tree again after the reconnection
+	})
 }
 
 // TestCacheEventParentRemade remakes a node's parent after the watch event
@@ -818,13 +786,25 @@ func TestCacheResyncParentRemade(t *testing.T) {
 func TestCacheEventParentRemade(t *testing.T) {
 	e := newEnv(t)
 	root := e.path + "/tree"
+	e.parentRemade(e.session(), root, root, "the reads of the event", func() {
+		e.set(root+"/a/x", "x1b") // its event makes the cache read /a/x, after its ancestors
+	})
+}
+
+// parentRemade makes root/a and root/a/x and a Cache of root on s, arms it
+// to delete and make both again just before its next read of readAt, and
+// calls trigger to make it read; once the read is done (what) it checks
+// that the events report the four changes exactly once each, give the
+// server's tree, and that the node read was deferred.
+func (e *env) parentRemade(s *zkrecipes.Session, root, readAt, what string, trigger func()) {
+	t := e.t
+	t.Helper()
 	e.mkdirs(root)
 	e.create(root+"/a", "a1")
 	e.create(root+"/a/x", "x1")
-	s := e.session()
 	var armed atomic.Bool
 	c := newCache(t, s, root, zkrecipes.WithBeforeRead(func(path string) {
-		if path == root && armed.CompareAndSwap(true, false) {
+		if path == readAt && armed.CompareAndSwap(true, false) {
 			e.del(root + "/a/x")
 			e.del(root + "/a")
 			e.create(root+"/a", "a2")
@@ -833,8 +813,8 @@ func TestCacheEventParentRemade(t *testing.T) {
 	}))
 	m := initialEvents(t, c)
 	armed.Store(true)
-	e.set(root+"/a/x", "x1b") // its event makes the cache read /a/x, after its ancestors
-	e.waitFor("the reads of the event", func() bool { return !armed.Load() })
+	trigger()
+	e.waitFor(what, func() bool { return !armed.Load() })
 	want := e.waitCopy(c)
 	var got []string
 	for _, ev := range drainEvents(t, c) {

@@ -241,18 +241,6 @@ func TestElectionChurn(t *testing.T) {
 	e.empty(path)
 }
 
-// expireSession is env.expire for use off the test's goroutine; a session
-// that is already gone is fine.
-func expireSession(t *testing.T, addr string, s *zkrecipes.Session) {
-	id, pw := s.Credentials()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := zktest.ExpireSession(ctx, addr, id, pw)
-	if err != nil && !errors.Is(err, zktest.ErrNoSession) && s.Err() == nil {
-		t.Errorf("expire session 0x%x: %v", id, err)
-	}
-}
-
 // TestElectionCrashWakesOneSuccessor queues 10 participants and expires the
 // leader's session: exactly one watch event reaches the 9 others, and it
 // goes to the next in line, which then leads.
@@ -440,9 +428,7 @@ func TestElectionConnectionCutDuringCreate(t *testing.T) {
 	e := newEnv(t)
 	path := e.path + "/election"
 	ctx := ctxTimeout(t, time.Minute)
-	p, err := zktest.NewProxy(e.servers[0])
-	must(t, err, "proxy")
-	t.Cleanup(func() { p.Close() })
+	p := e.proxy()
 	s := e.sessionOn([]string{p.Addr()})
 	e.mkdirs(path)
 	el := zkrecipes.NewElection(s, path, "cut")
@@ -499,11 +485,7 @@ func TestElectionInterop(t *testing.T) {
 					if !check(t, el.Campaign(ctx), "zkrecipes-%d: Campaign", i) {
 						return
 					}
-					if err := markExclusive(marker); err != nil {
-						t.Errorf("zkrecipes-%d round %d: %v", i, n, err)
-					}
-					time.Sleep(5 * time.Millisecond)
-					os.Remove(filepath.Join(marker, "exclusive"))
+					holdExclusive(t, marker, fmt.Sprintf("zkrecipes-%d", i), n)
 					check(t, el.Resign(ctx), "zkrecipes-%d: Resign", i)
 				}
 			}()

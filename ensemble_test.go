@@ -10,19 +10,12 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestMutexEnsembleFailover kills the member the lock holder is connected to
 // while 10 sessions contend: the lock stays exclusive and work continues.
 func TestMutexEnsembleFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a 3-member ensemble")
-	}
-	if sharedErr != nil {
-		zktest.SkipOrFail(t, sharedErr)
-	}
-	cluster := zktest.StartT(t, zktest.Options{Servers: 3})
+	cluster := startEnsemble(t)
 	e := newEnvOn(t, cluster.Addrs())
 	lock := e.path + "/lock"
 	ctx := ctxTimeout(t, 3*time.Minute)
@@ -110,13 +103,7 @@ func TestMutexEnsembleFailover(t *testing.T) {
 // while the session lives on. Found by the nemesis suite: the node used to
 // stay and block every other contender for the session's life.
 func TestFailedLockLeavesNoNodeAfterQuorumLoss(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a 3-member ensemble")
-	}
-	if sharedErr != nil {
-		zktest.SkipOrFail(t, sharedErr)
-	}
-	cluster := zktest.StartT(t, zktest.Options{Servers: 3})
+	cluster := startEnsemble(t)
 	e := newEnvOn(t, cluster.Addrs())
 	ctx := ctxTimeout(t, 2*time.Minute)
 	lock := e.path + "/lock"

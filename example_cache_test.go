@@ -1,31 +1,18 @@
 package zkrecipes_test
 
 import (
-	"context"
 	"fmt"
 	"log"
-	"time"
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
-	"github.com/zkrecipes/zkrecipes/zkserver"
 )
 
 // A Cache keeps a local copy of a subtree: read it without a request, and
 // follow its changes.
 func ExampleNewCache() {
-	srv, err := zkserver.Run() // an embedded server; use your ensemble's addresses
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := zkrecipes.NewSession(ctx, []string{srv.Addr()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer s.Close()
+	ctx, s, done := exampleSession()
+	defer done()
 	c := s.Client()
 	acl := zkclient.WorldACL(zkclient.PermAll)
 	c.Create(ctx, "/config", nil, zkclient.Persistent, acl)

@@ -1,32 +1,19 @@
 package zkrecipes_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log"
-	"time"
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
-	"github.com/zkrecipes/zkrecipes/zkserver"
 )
 
 // The Session reads and writes the program's own nodes on the connection
 // its recipes use.
 func ExampleSession_Create() {
-	srv, err := zkserver.Run() // an embedded server; use your ensemble's addresses
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := zkrecipes.NewSession(ctx, []string{srv.Addr()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer s.Close()
+	ctx, s, done := exampleSession()
+	defer done()
 
 	if _, err := s.Create(ctx, "/app/config/db", []byte("primary"), zkrecipes.WithParents()); err != nil {
 		log.Fatal(err)
@@ -50,18 +37,8 @@ func ExampleSession_Create() {
 // in one transaction: a holder whose lock was taken from it (its node
 // deleted) writes nothing.
 func ExampleMutex_HeldOp() {
-	srv, err := zkserver.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := zkrecipes.NewSession(ctx, []string{srv.Addr()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer s.Close()
+	ctx, s, done := exampleSession()
+	defer done()
 	if _, err := s.Create(ctx, "/app/report", nil, zkrecipes.WithParents()); err != nil {
 		log.Fatal(err)
 	}
@@ -72,7 +49,7 @@ func ExampleMutex_HeldOp() {
 	}
 	defer m.Unlock(ctx)
 	c := s.Client()
-	_, err = s.Multi(ctx, m.HeldOp(), c.SetOp("/app/report", []byte("done"), -1))
+	_, err := s.Multi(ctx, m.HeldOp(), c.SetOp("/app/report", []byte("done"), -1))
 	fmt.Println(err)
 	// Output:
 	// <nil>
@@ -81,17 +58,8 @@ func ExampleMutex_HeldOp() {
 // States tells a program when to pause (Suspended), when its holdings are
 // gone (Lost), and when it may go on (Reconnected).
 func ExampleSession_States() {
-	srv, err := zkserver.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := zkrecipes.NewSession(ctx, []string{srv.Addr()})
-	if err != nil {
-		log.Fatal(err)
-	}
+	ctx, s, done := exampleSession()
+	defer done()
 	states := s.States()
 	s.Close()
 	for {

@@ -9,32 +9,13 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/zkserver"
 )
-
-// These examples run on the embedded server; use your ensemble's addresses.
-
-// exampleSession starts an embedded server and opens a session on it.
-func exampleSession() (*zkrecipes.Session, func()) {
-	srv, err := zkserver.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := zkrecipes.NewSession(ctx, []string{srv.Addr()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	return s, func() { s.Close(); srv.Close() }
-}
 
 // An increment that loses nothing: read the count with its version, write
 // the new value only if the version is unchanged, again if it was not.
 func ExampleSharedCount() {
-	s, done := exampleSession()
+	ctx, s, done := exampleSession()
 	defer done()
-	ctx := context.Background()
 
 	c := zkrecipes.NewSharedCount(s, "/app/builds", 0)
 	for {
@@ -56,9 +37,9 @@ func ExampleSharedCount() {
 
 // Follow a SharedCount's value as it changes.
 func ExampleSharedCount_Watch() {
-	s, done := exampleSession()
+	ctx, s, done := exampleSession()
 	defer done()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
 	c := zkrecipes.NewSharedCount(s, "/app/replicas", 3)
@@ -76,9 +57,8 @@ func ExampleSharedCount_Watch() {
 // Add retries its read and conditional write until one is applied; with
 // WithPromotion, a change that keeps colliding queues on a lock instead.
 func ExampleAtomicLong() {
-	s, done := exampleSession()
+	ctx, s, done := exampleSession()
 	defer done()
-	ctx := context.Background()
 
 	hits := zkrecipes.NewAtomicLong(s, "/app/hits", zkrecipes.WithPromotion("/app/hits-lock", 10))
 	for range 3 {
@@ -94,9 +74,8 @@ func ExampleAtomicLong() {
 // A work queue: each item goes to exactly one consumer, lost if that
 // consumer dies before it is done with it.
 func ExampleQueue() {
-	s, done := exampleSession()
+	ctx, s, done := exampleSession()
 	defer done()
-	ctx := context.Background()
 
 	q := zkrecipes.NewQueue(s, "/app/jobs")
 	for _, job := range []string{"resize a.png", "resize b.png"} {
@@ -122,9 +101,8 @@ func ExampleQueue() {
 // A LockingQueue keeps an item until its consumer consumes it: a consumer
 // that dies before then gives it back to the others.
 func ExampleLockingQueue() {
-	s, done := exampleSession()
+	ctx, s, done := exampleSession()
 	defer done()
-	ctx := context.Background()
 
 	q := zkrecipes.NewLockingQueue(s, "/app/mail")
 	if err := q.Offer(ctx, []byte("welcome mail to ann")); err != nil {
@@ -153,9 +131,8 @@ func ExampleLockingQueue() {
 // Register an instance where Curator's ServiceDiscovery finds it, and look
 // the service up.
 func ExampleDiscovery() {
-	s, done := exampleSession()
+	ctx, s, done := exampleSession()
 	defer done()
-	ctx := context.Background()
 
 	d := zkrecipes.NewDiscovery(s, "/services")
 	r, err := d.Register(ctx, zkrecipes.ServiceInstance{
@@ -181,19 +158,16 @@ func ExampleDiscovery() {
 // Stay registered across session expiry: KeepRegistered opens a new session
 // whenever the old one ends, until its context does.
 func ExampleKeepRegistered() {
-	srv, err := zkserver.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
+	servers, stopServer := exampleServer()
+	defer stopServer()
 	ctx, stop := context.WithTimeout(context.Background(), 200*time.Millisecond) // until shutdown, say
 	defer stop()
 
 	connect := func(ctx context.Context) (*zkrecipes.Session, error) {
-		return zkrecipes.NewSession(ctx, []string{srv.Addr()})
+		return zkrecipes.NewSession(ctx, servers)
 	}
 	inst := zkrecipes.ServiceInstance{Name: "api", ID: "api-1", Port: 8080}
-	err = zkrecipes.KeepRegistered(ctx, connect, "/services", inst)
+	err := zkrecipes.KeepRegistered(ctx, connect, "/services", inst)
 	fmt.Println(err, errors.Is(ctx.Err(), context.DeadlineExceeded))
 	// Output: <nil> true
 }

@@ -9,15 +9,12 @@ import (
 	"github.com/zkrecipes/zkrecipes"
 )
 
-// These examples need a ZooKeeper server on localhost:2181; they are
+// These examples need a ZooKeeper server (see ensembleSession); they are
 // compiled, not run.
 
 func ExampleRWMutex() {
 	ctx := context.Background()
-	s, err := zkrecipes.NewSession(ctx, []string{"localhost:2181"})
-	if err != nil {
-		log.Fatal(err)
-	}
+	s := ensembleSession(ctx)
 	defer s.Close()
 
 	m := zkrecipes.NewRWMutex(s, "/app/config-lock")
@@ -41,10 +38,7 @@ func ExampleRWMutex() {
 
 func ExampleElection() {
 	ctx := context.Background()
-	s, err := zkrecipes.NewSession(ctx, []string{"localhost:2181"})
-	if err != nil {
-		log.Fatal(err)
-	}
+	s := ensembleSession(ctx)
 	defer s.Close()
 
 	e := zkrecipes.NewElection(s, "/app/leader", "host-a")
@@ -65,10 +59,7 @@ func ExampleElection() {
 func ExampleElection_Observe() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := zkrecipes.NewSession(ctx, []string{"localhost:2181"})
-	if err != nil {
-		log.Fatal(err)
-	}
+	s := ensembleSession(ctx)
 	defer s.Close()
 
 	// An observer need not campaign.
@@ -84,10 +75,7 @@ func ExampleElection_Observe() {
 func ExampleJoinGroup() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := zkrecipes.NewSession(ctx, []string{"localhost:2181"})
-	if err != nil {
-		log.Fatal(err)
-	}
+	s := ensembleSession(ctx)
 	defer s.Close()
 
 	g, err := zkrecipes.JoinGroup(ctx, s, "/app/workers", "worker-1", []byte("10.0.0.1:8080"))
@@ -104,10 +92,7 @@ func ExampleJoinGroup() {
 
 func ExampleSemaphore() {
 	ctx := context.Background()
-	s, err := zkrecipes.NewSession(ctx, []string{"localhost:2181"})
-	if err != nil {
-		log.Fatal(err)
-	}
+	s := ensembleSession(ctx)
 	defer s.Close()
 
 	// At most 3 processes run an expensive job at once.
@@ -122,10 +107,7 @@ func ExampleSemaphore() {
 
 func ExampleDoubleBarrier() {
 	ctx := context.Background()
-	s, err := zkrecipes.NewSession(ctx, []string{"localhost:2181"})
-	if err != nil {
-		log.Fatal(err)
-	}
+	s := ensembleSession(ctx)
 	defer s.Close()
 
 	b := zkrecipes.NewDoubleBarrier(s, "/app/batch-42", 5)
@@ -140,10 +122,7 @@ func ExampleDoubleBarrier() {
 
 func ExampleBarrier() {
 	ctx := context.Background()
-	s, err := zkrecipes.NewSession(ctx, []string{"localhost:2181"})
-	if err != nil {
-		log.Fatal(err)
-	}
+	s := ensembleSession(ctx)
 	defer s.Close()
 
 	gate := zkrecipes.NewBarrier(s, "/app/maintenance")

@@ -8,27 +8,13 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/zkserver"
 )
-
-// These examples run on the embedded server; use your ensemble's
-// addresses instead.
 
 // A MultiLock takes several locks all or none, always in the same order,
 // so two transfers between the same accounts cannot deadlock.
 func ExampleMultiLock() {
-	srv, err := zkserver.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := zkrecipes.NewSession(ctx, []string{srv.Addr()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer s.Close()
+	ctx, s, done := exampleSession()
+	defer done()
 
 	m := zkrecipes.NewMultiLock(s, []string{"/accounts/bob", "/accounts/alice"})
 	if err := m.Lock(ctx); err != nil {
@@ -46,24 +32,21 @@ func ExampleMultiLock() {
 // A PersistentNode stays: deleted by someone else, it is made again; with
 // WithSessionRenewal, also on a new session after its session expired.
 func ExampleCreatePersistentNode() {
-	srv, err := zkserver.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
+	servers, stop := exampleServer()
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	servers := []string{srv.Addr()}
-	s, err := zkrecipes.NewSession(ctx, servers)
+	connect := func(ctx context.Context) (*zkrecipes.Session, error) {
+		return zkrecipes.NewSession(ctx, servers)
+	}
+	s, err := connect(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer s.Close()
 
 	n, err := zkrecipes.CreatePersistentNode(ctx, s, "/services/api/host-a", []byte("10.0.0.1:8080"),
-		zkrecipes.WithSessionRenewal(func(ctx context.Context) (*zkrecipes.Session, error) {
-			return zkrecipes.NewSession(ctx, servers)
-		}))
+		zkrecipes.WithSessionRenewal(connect))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -92,18 +75,8 @@ func ExampleCreatePersistentNode() {
 
 // TryAcquire takes a permit only if one is free now.
 func ExampleSemaphore_TryAcquire() {
-	srv, err := zkserver.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := zkrecipes.NewSession(ctx, []string{srv.Addr()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer s.Close()
+	ctx, s, done := exampleSession()
+	defer done()
 
 	// One render at a time; the lease node says who renders.
 	sem := zkrecipes.NewSemaphore(s, "/jobs/render", 1, zkrecipes.WithNodeData([]byte("host-a")))
@@ -120,18 +93,8 @@ func ExampleSemaphore_TryAcquire() {
 // A leader advertises a value, such as its address, and changes it while
 // leading; observers see each value.
 func ExampleElection_Proclaim() {
-	srv, err := zkserver.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := zkrecipes.NewSession(ctx, []string{srv.Addr()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer s.Close()
+	ctx, s, done := exampleSession()
+	defer done()
 
 	e := zkrecipes.NewElection(s, "/app/leader", "host-a")
 	if err := e.CampaignValue(ctx, "10.0.0.1:8080"); err != nil {

@@ -15,15 +15,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 )
 
-// render shows members as "id=data,id=data".
-func render(ms []zkrecipes.Member) string {
-	parts := make([]string, len(ms))
-	for i, m := range ms {
-		parts[i] = m.ID + "=" + string(m.Data)
-	}
-	return strings.Join(parts, ",")
-}
-
 // watcher follows one member's Watch channel.
 type watcher struct {
 	who  string

@@ -100,37 +100,17 @@ func queueInterop(t *testing.T, e *env, ctx context.Context, curator curatorCmd,
 		interop.Kazoo(ctx, argv(t, args("queue-take", path, "kazoo-taker", kazooTakes, start))...))
 	must(t, os.WriteFile(start, nil, 0o644), "start barrier")
 
-	var mu sync.Mutex
-	var taken []string
-	var reserved atomic.Int32
-	var wg sync.WaitGroup
 	producer := zkrecipes.NewQueue(e.session(), path)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for n := 1; n <= each; n++ {
-			if !check(t, producer.Offer(ctx, fmt.Appendf(nil, "go-%d", n)), "Offer") {
-				return
+	taken := goQueueSide(t, e, ctx, each, goTakes, producer.Offer, func(i int, s *zkrecipes.Session) func() ([]byte, bool) {
+		q := zkrecipes.NewQueue(s, path)
+		return func() ([]byte, bool) {
+			data, err := q.Take(ctx)
+			if !check(t, err, "zkrecipes-%d: Take", i) {
+				return nil, false
 			}
+			return data, true
 		}
-	}()
-	for i := range 2 {
-		q := zkrecipes.NewQueue(e.session(), path)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for reserved.Add(1) <= goTakes {
-				data, err := q.Take(ctx)
-				if !check(t, err, "zkrecipes-%d: Take", i) {
-					return
-				}
-				mu.Lock()
-				taken = append(taken, string(data))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	})
 	for _, p := range procs {
 		p.wait(t)
 		taken = append(taken, p.items()...)
@@ -169,36 +149,16 @@ func lockingQueueInterop(t *testing.T, e *env, ctx context.Context, args contend
 	e.expire(crashing)
 	closed(t, lost.Lost(), "the expired consumer's item")
 
-	var mu sync.Mutex
-	var taken []string
-	var reserved atomic.Int32
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for n := 1; n <= each; n++ {
-			if !check(t, producer.Offer(ctx, fmt.Appendf(nil, "go-%d", n)), "Offer") {
-				return
+	taken := goQueueSide(t, e, ctx, each, 2*each+1-kazooTakes, producer.Offer, func(i int, s *zkrecipes.Session) func() ([]byte, bool) {
+		q := zkrecipes.NewLockingQueue(s, path)
+		return func() ([]byte, bool) {
+			it, err := q.Take(ctx)
+			if !check(t, err, "zkrecipes-%d: Take", i) || !check(t, it.Consume(ctx), "zkrecipes-%d: Consume", i) {
+				return nil, false
 			}
+			return it.Data(), true
 		}
-	}()
-	for i := range 2 {
-		q := zkrecipes.NewLockingQueue(e.session(), path)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for reserved.Add(1) <= 2*each+1-kazooTakes {
-				it, err := q.Take(ctx)
-				if !check(t, err, "zkrecipes-%d: Take", i) || !check(t, it.Consume(ctx), "zkrecipes-%d: Consume", i) {
-					return
-				}
-				mu.Lock()
-				taken = append(taken, string(it.Data()))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	})
 	for _, p := range procs {
 		p.wait(t)
 		taken = append(taken, p.items()...)
@@ -216,6 +176,46 @@ func lockingQueueInterop(t *testing.T, e *env, ctx context.Context, args contend
 	}
 	e.empty(path + "/entries")
 	e.empty(path + "/taken")
+}
+
+// goQueueSide is zkrecipes' side of a queue's interop test: one producer
+// offers "go-1" to "go-<each>" while two consumers, each on a session of
+// its own, take takes items between them; it returns the items they took.
+// consumer gives consumer i's take on its session, which returns an
+// item's data, or false to stop.
+func goQueueSide(t *testing.T, e *env, ctx context.Context, each int, takes int32, offer func(context.Context, []byte) error,
+	consumer func(i int, s *zkrecipes.Session) func() ([]byte, bool)) []string {
+	var mu sync.Mutex
+	var taken []string
+	var reserved atomic.Int32
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 1; n <= each; n++ {
+			if !check(t, offer(ctx, fmt.Appendf(nil, "go-%d", n)), "Offer") {
+				return
+			}
+		}
+	}()
+	for i := range 2 {
+		take := consumer(i, e.session())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for reserved.Add(1) <= takes {
+				data, ok := take()
+				if !ok {
+					return
+				}
+				mu.Lock()
+				taken = append(taken, string(data))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return taken
 }
 
 // discoveryInterop: an instance registered by Curator's ServiceDiscovery
@@ -282,17 +282,4 @@ func discoveryInterop(t *testing.T, e *env, ctx context.Context, curator curator
 	must(t, os.WriteFile(stopQuery, nil, 0o644), "stop")
 	cache.wait(t)
 	e.empty(base + "/web")
-}
-
-// items returns the data of the "ITEM <data>" lines the contender printed.
-func (p *contenderProc) items() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []string
-	for _, l := range p.lines {
-		if d, ok := strings.CutPrefix(l, "ITEM "); ok {
-			out = append(out, d)
-		}
-	}
-	return out
 }

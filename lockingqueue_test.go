@@ -3,9 +3,7 @@ package zkrecipes_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -116,54 +114,21 @@ func TestLockingQueueConsumers(t *testing.T) {
 	ctx := ctxTimeout(t, time.Minute)
 	path := e.path + "/q"
 	const producers, each, consumers = 2, 25, 4
-	var mu sync.Mutex
-	taken := map[string]int{}
-	cctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var wg sync.WaitGroup
-	for i := range consumers {
-		q := zkrecipes.NewLockingQueue(e.session(), path)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				it, err := q.Take(cctx)
-				if cctx.Err() != nil {
-					return
-				}
-				if !check(t, err, "consumer %d: Take", i) || !check(t, it.Consume(ctx), "Consume") {
-					return
-				}
-				mu.Lock()
-				taken[string(it.Data())]++
-				if len(taken) == producers*each {
-					stop()
-				}
-				mu.Unlock()
+	e.shareItems(ctx, producers, each, consumers, func(i int, s *zkrecipes.Session) func(context.Context) ([]byte, bool) {
+		q := zkrecipes.NewLockingQueue(s, path)
+		return func(cctx context.Context) ([]byte, bool) {
+			it, err := q.Take(cctx)
+			if cctx.Err() != nil {
+				return nil, false
 			}
-		}()
-	}
-	for p := range producers {
-		q := zkrecipes.NewLockingQueue(e.session(), path)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range each {
-				if !check(t, q.Offer(ctx, fmt.Appendf(nil, "p%d-%d", p, n)), "Offer") {
-					return
-				}
+			if !check(t, err, "consumer %d: Take", i) || !check(t, it.Consume(ctx), "Consume") {
+				return nil, false
 			}
-		}()
-	}
-	wg.Wait()
-	for item, n := range taken {
-		if n != 1 {
-			t.Errorf("item %s taken %d times", item, n)
+			return it.Data(), true
 		}
-	}
-	if len(taken) != producers*each {
-		t.Errorf("%d distinct items taken, want %d", len(taken), producers*each)
-	}
+	}, func(s *zkrecipes.Session) func(context.Context, []byte) error {
+		return zkrecipes.NewLockingQueue(s, path).Offer
+	})
 	e.empty(path + "/entries")
 	e.empty(path + "/taken")
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // guard records who is inside a critical section and fails the test when
@@ -193,9 +192,7 @@ func TestMutexConnectionCutDuringCreate(t *testing.T) {
 	e := newEnv(t)
 	lock := e.path + "/lock"
 	ctx := ctxTimeout(t, time.Minute)
-	p, err := zktest.NewProxy(e.servers[0])
-	must(t, err, "proxy")
-	t.Cleanup(func() { p.Close() })
+	p := e.proxy()
 	s := e.sessionOn([]string{p.Addr()})
 	other := zkrecipes.NewMutex(e.session(), lock)
 
@@ -275,10 +272,7 @@ func TestMutexNoHerd(t *testing.T) {
 	lock := e.path + "/lock"
 	ctx := ctxTimeout(t, 3*time.Minute)
 	holder := zkrecipes.NewMutex(e.session(), lock)
-	unheld := e.watches()
-	must(t, holder.Lock(ctx), "holder: Lock")
-
-	baseline := e.afterHold(unheld)
+	baseline := e.lockBase(ctx, holder.Lock, "holder: Lock")
 	sessions := make([]*zkrecipes.Session, waiters)
 	for i := range sessions {
 		sessions[i] = e.session()
@@ -408,9 +402,7 @@ func TestMutexStrictLoss(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, time.Minute)
 	lock := e.path + "/lock"
-	p, err := zktest.NewProxy(e.servers[0])
-	must(t, err, "proxy")
-	t.Cleanup(func() { p.Close() })
+	p := e.proxy()
 	const timeout = 4 * time.Second
 	strict := e.sessionOn([]string{p.Addr()}, zkrecipes.WithStrict(), zkrecipes.WithSessionTimeout(timeout))
 	m := zkrecipes.NewMutex(strict, lock)

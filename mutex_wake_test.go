@@ -19,10 +19,7 @@ func TestMutexWaitingNodeDeleted(t *testing.T) {
 	lock := e.path + "/lock"
 	ctx := ctxTimeout(t, time.Minute)
 	holder := zkrecipes.NewMutex(e.session(), lock)
-	before := e.watches()
-	must(t, holder.Lock(ctx), "holder: Lock")
-
-	base := e.afterHold(before)
+	base := e.lockBase(ctx, holder.Lock, "holder: Lock")
 	w := zkrecipes.NewMutex(e.session(), lock)
 	wc := async(func() error { return w.Lock(ctx) })
 	e.waitFor("w to watch", func() bool { return e.watches() == base+1 })
@@ -54,12 +51,10 @@ func TestMutexWaiterAheadLeaves(t *testing.T) {
 	lock := e.path + "/lock"
 	ctx := ctxTimeout(t, time.Minute)
 	holder := zkrecipes.NewMutex(e.session(), lock)
-	unheld := e.watches()
-	must(t, holder.Lock(ctx), "holder: Lock")
+	base := e.lockBase(ctx, holder.Lock, "holder: Lock")
 
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	base := e.afterHold(unheld)
 	middle := async(func() error { return zkrecipes.NewMutex(e.session(), lock).Lock(cctx) })
 	e.waitFor("the middle waiter to watch", func() bool { return e.watches() == base+1 })
 	s := e.session()

@@ -152,10 +152,7 @@ func TestRWMutexWriterNotStarved(t *testing.T) {
 	lock := e.path + "/rw"
 	ctx := ctxTimeout(t, time.Minute)
 	r0, w1, r2 := zkrecipes.NewRWMutex(e.session(), lock), zkrecipes.NewRWMutex(e.session(), lock), zkrecipes.NewRWMutex(e.session(), lock)
-	before := e.watches()
-	must(t, r0.RLock(ctx), "r0: RLock")
-
-	base := e.afterHold(before)
+	base := e.lockBase(ctx, r0.RLock, "r0: RLock")
 	w1done := async(func() error { return w1.Lock(ctx) })
 	e.waitFor("w1 to watch r0", func() bool { return e.watches() >= base+1 })
 	r2done := async(func() error { return r2.RLock(ctx) })
@@ -186,9 +183,7 @@ func TestRWMutexReleaseWakesOnlyNewHolders(t *testing.T) {
 	lock := e.path + "/rw"
 	ctx := ctxTimeout(t, time.Minute)
 	w0 := zkrecipes.NewRWMutex(e.session(), lock)
-	unheld := e.watches()
-	must(t, w0.Lock(ctx), "W0: Lock")
-	base := e.afterHold(unheld)
+	base := e.lockBase(ctx, w0.Lock, "W0: Lock")
 
 	roles := []string{"R1", "R2", "R3", "W4", "R5", "R6"}
 	ss := make([]*zkrecipes.Session, len(roles))
@@ -446,11 +441,7 @@ func runRWContenders(t *testing.T, ctx context.Context, e *env, lock, marker str
 				if !check(t, m.Lock(ctx), "%s: Lock", id) {
 					return
 				}
-				if err := markExclusive(marker); err != nil {
-					t.Errorf("%s round %d: %v", id, n, err)
-				}
-				time.Sleep(5 * time.Millisecond)
-				os.Remove(filepath.Join(marker, "exclusive"))
+				holdExclusive(t, marker, id, n)
 				check(t, m.Unlock(ctx), "%s: Unlock", id)
 			}
 		}()

@@ -11,7 +11,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestSharedCountLayout: the node holds Curator's 4 bytes, big-endian; the
@@ -89,19 +88,6 @@ func TestSharedCountIncrements(t *testing.T) {
 	}
 }
 
-// incrementShared adds one to c, as Curator users do: read, try, again.
-func incrementShared(ctx context.Context, c *zkrecipes.SharedCount) error {
-	for {
-		v, err := c.Count(ctx)
-		if err != nil {
-			return err
-		}
-		if ok, err := c.TrySetCount(ctx, v.Value+1, v); ok || err != nil {
-			return err
-		}
-	}
-}
-
 // TestSharedCountWatch: the stream starts with the current value, follows
 // another session's writes, waits through a deletion and ends with ctx.
 func TestSharedCountWatch(t *testing.T) {
@@ -143,9 +129,7 @@ func TestSharedCountUnconfirmed(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	path := e.path + "/count"
-	p, err := zktest.NewProxy(e.servers[0])
-	must(t, err, "proxy")
-	t.Cleanup(func() { p.Close() })
+	p := e.proxy()
 	c := zkrecipes.NewSharedCount(e.sessionOn([]string{p.Addr()}), path, 0)
 
 	v, err := c.Count(ctx)
@@ -159,15 +143,11 @@ func TestSharedCountUnconfirmed(t *testing.T) {
 	for _, other := range []int32{9, 2} {
 		v, err := c.Count(ctx)
 		must(t, err, "Count")
-		p.Refuse(true)
-		p.CutOnRequest(5, false)
 		var ok bool
-		done := async(func() (err error) { ok, err = c.TrySetCount(ctx, 2, v); return err })
-		closed(t, p.Tripped(), "the setData trap")
-		_, err = e.admin.Set(path, []byte{0, 0, 0, byte(other)}, v.Version)
-		must(t, err, "set")
-		p.Refuse(false)
-		err = result(t, done, "TrySetCount")
+		err = cutWhile(t, p, 5, "the setData trap", "TrySetCount", func() (err error) { ok, err = c.TrySetCount(ctx, 2, v); return err }, func() {
+			_, err := e.admin.Set(path, []byte{0, 0, 0, byte(other)}, v.Version)
+			must(t, err, "set")
+		})
 		switch {
 		case other != 2 && (ok || err != nil):
 			t.Errorf("TrySetCount after another client wrote %d = %v, %v; want false", other, ok, err)

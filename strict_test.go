@@ -83,13 +83,7 @@ func TestStrictSlowLinkStalledProxy(t *testing.T) {
 // ensemble, the holder's link delayed, then its member stalled (SIGSTOP);
 // the second contender is connected to another member.
 func TestStrictSlowLinkStalledMember(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a 3-member ensemble")
-	}
-	if sharedErr != nil {
-		zktest.SkipOrFail(t, sharedErr)
-	}
-	cluster := zktest.StartT(t, zktest.Options{Servers: 3})
+	cluster := startEnsemble(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The holder's member is a follower, so the ensemble keeps its leader.

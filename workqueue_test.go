@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkserver"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 var (
@@ -136,56 +134,21 @@ func TestQueueExactlyOnce(t *testing.T) {
 	path := e.path + "/q"
 	const producers, each, consumers = 2, 50, 4
 
-	var mu sync.Mutex
-	taken := map[string]int{}
-	cctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var cw sync.WaitGroup
-	for i := range consumers {
-		q := zkrecipes.NewQueue(e.session(), path)
-		cw.Add(1)
-		go func() {
-			defer cw.Done()
-			for {
-				data, err := q.Take(cctx)
-				if cctx.Err() != nil {
-					return
-				}
-				if !check(t, err, "consumer %d: Take", i) {
-					return
-				}
-				mu.Lock()
-				taken[string(data)]++
-				if len(taken) == producers*each {
-					stop()
-				}
-				mu.Unlock()
+	e.shareItems(ctx, producers, each, consumers, func(i int, s *zkrecipes.Session) func(context.Context) ([]byte, bool) {
+		q := zkrecipes.NewQueue(s, path)
+		return func(cctx context.Context) ([]byte, bool) {
+			data, err := q.Take(cctx)
+			if cctx.Err() != nil {
+				return nil, false
 			}
-		}()
-	}
-	var pw sync.WaitGroup
-	for p := range producers {
-		q := zkrecipes.NewQueue(e.session(), path)
-		pw.Add(1)
-		go func() {
-			defer pw.Done()
-			for n := range each {
-				if !check(t, q.Offer(ctx, fmt.Appendf(nil, "p%d-%d", p, n)), "Offer") {
-					return
-				}
+			if !check(t, err, "consumer %d: Take", i) {
+				return nil, false
 			}
-		}()
-	}
-	pw.Wait()
-	cw.Wait()
-	for item, n := range taken {
-		if n != 1 {
-			t.Errorf("item %s taken %d times", item, n)
+			return data, true
 		}
-	}
-	if len(taken) != producers*each {
-		t.Errorf("%d distinct items taken, want %d", len(taken), producers*each)
-	}
+	}, func(s *zkrecipes.Session) func(context.Context, []byte) error {
+		return zkrecipes.NewQueue(s, path).Offer
+	})
 	e.empty(path)
 }
 
@@ -263,9 +226,7 @@ func TestQueueUnconfirmed(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	path := e.path + "/q"
-	p, err := zktest.NewProxy(e.servers[0])
-	must(t, err, "proxy")
-	t.Cleanup(func() { p.Close() })
+	p := e.proxy()
 	q := zkrecipes.NewQueue(e.sessionOn([]string{p.Addr()}), path)
 	for _, d := range []string{"a", "b", "c"} {
 		must(t, q.Offer(ctx, []byte(d)), "Offer")
@@ -278,16 +239,13 @@ func TestQueueUnconfirmed(t *testing.T) {
 
 	// Dropped again, and another consumer takes the item before this one
 	// is back.
-	p.Refuse(true)
-	p.CutOnRequest(2, false)
 	var data []byte
-	done := async(func() (err error) { data, err = q.Take(ctx); return err })
-	closed(t, p.Tripped(), "the delete trap")
-	kids := e.children(path)
-	slices.Sort(kids)
-	must(t, e.admin.Delete(path+"/"+kids[0], -1), "delete b")
-	p.Refuse(false)
-	if err := result(t, done, "Take"); string(data) != "b" || !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
+	err := cutWhile(t, p, 2, "the delete trap", "Take", func() (err error) { data, err = q.Take(ctx); return err }, func() {
+		kids := e.children(path)
+		slices.Sort(kids)
+		must(t, e.admin.Delete(path+"/"+kids[0], -1), "delete b")
+	})
+	if string(data) != "b" || !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
 		t.Errorf("Take whose item went while its delete was lost = %q, %v; want b and ErrWriteUnconfirmed", data, err)
 	}
 

@@ -1,0 +1,672 @@
+package zkrecipes_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+
+	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// The package's test helpers, each written once: a test's environment (its
+// path on the shared server, its sessions, a plain client to look at the
+// tree), waiting and checking, recipe-side helpers several tests share, and
+// the interop contender processes.
+
+// env is one test's view: the servers, a path of its own, and a plain client
+// to look at the tree.
+type env struct {
+	t       *testing.T
+	servers []string
+	path    string
+	admin   *zk.Conn
+	adminEv <-chan zk.Event
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+
+// newEnv gives a test the shared server. At cleanup it fails the test on
+// goroutines the test leaked; tests call e.empty() themselves to check for
+// leftover nodes while their sessions still live.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	if sharedErr != nil {
+		zktest.SkipOrFail(t, sharedErr)
+	}
+	return newEnvOn(t, shared.Addrs())
+}
+
+func newEnvOn(t *testing.T, servers []string) *env {
+	t.Helper()
+	leaks := goleak.IgnoreCurrent()
+	e := &env{t: t, servers: servers, path: "/test/" + unsafeChars.ReplaceAllString(t.Name(), "_")}
+	e.admin, e.adminEv = rawConn(t, servers)
+	t.Cleanup(func() {
+		deleteTree(e.admin, e.path)
+		closeRaw(e.admin, e.adminEv)
+		goleak.VerifyNone(t, leaks)
+	})
+	return e
+}
+
+// session opens a Session that is closed when the test ends.
+func (e *env) session(opts ...zkrecipes.SessionOption) *zkrecipes.Session {
+	e.t.Helper()
+	return e.sessionOn(e.servers, opts...)
+}
+
+func (e *env) sessionOn(servers []string, opts ...zkrecipes.SessionOption) *zkrecipes.Session {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := zkrecipes.NewSession(ctx, servers, opts...)
+	if err != nil {
+		e.t.Fatalf("NewSession: %v", err)
+	}
+	e.t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// children lists the nodes under p (none if p does not exist).
+func (e *env) children(p string) []string {
+	e.t.Helper()
+	kids, _, err := e.admin.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		e.t.Fatalf("children %s: %v", p, err)
+	}
+	return kids
+}
+
+// empty fails the test if any node is left under p.
+func (e *env) empty(p string) {
+	e.t.Helper()
+	if kids := e.children(p); len(kids) > 0 {
+		e.t.Errorf("leftover nodes under %s: %v", p, kids)
+	}
+}
+
+// mkdirs creates p and its ancestors as persistent nodes (deleted with the
+// test's tree at cleanup).
+func (e *env) mkdirs(p string) {
+	e.t.Helper()
+	for i := 1; i <= len(p); i++ {
+		if i == len(p) || p[i] == '/' {
+			_, err := e.admin.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll))
+			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				e.t.Fatalf("create %s: %v", p[:i], err)
+			}
+		}
+	}
+}
+
+// startEnsemble starts a 3-member ensemble of the test's own (skipped with
+// -short, and where the shared server could not start).
+func startEnsemble(t *testing.T) *zktest.Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a 3-member ensemble")
+	}
+	if sharedErr != nil {
+		zktest.SkipOrFail(t, sharedErr)
+	}
+	return zktest.StartT(t, zktest.Options{Servers: 3})
+}
+
+// proxy puts a fault-injecting proxy in front of the first server.
+func (e *env) proxy() *zktest.Proxy {
+	e.t.Helper()
+	p, err := zktest.NewProxy(e.servers[0])
+	if err != nil {
+		e.t.Fatalf("proxy: %v", err)
+	}
+	e.t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// expire makes the server end s's session, as if its client had died.
+func (e *env) expire(s *zkrecipes.Session) {
+	e.t.Helper()
+	id, pw := s.Credentials()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := zktest.ExpireSession(ctx, e.servers[0], id, pw); err != nil {
+		e.t.Fatalf("expire session 0x%x: %v", id, err)
+	}
+}
+
+// expireSession is env.expire for use off the test's goroutine; a session
+// that is already gone is fine.
+func expireSession(t *testing.T, addr string, s *zkrecipes.Session) {
+	id, pw := s.Credentials()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := zktest.ExpireSession(ctx, addr, id, pw)
+	if err != nil && !errors.Is(err, zktest.ErrNoSession) && s.Err() == nil {
+		t.Errorf("expire session 0x%x: %v", id, err)
+	}
+}
+
+// watches returns the number of watches the server (the first) holds.
+func (e *env) watches() int {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := zktest.Watches(ctx, e.servers[0])
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// lockBase takes a holding with lock (on a lock nobody holds) and returns
+// the server's watch count once the holding has set the watch on its own
+// node (sent after the lock call returned): a baseline for counting
+// waiters' watches.
+func (e *env) lockBase(ctx context.Context, lock func(context.Context) error, what string) int {
+	e.t.Helper()
+	before := e.watches()
+	must(e.t, lock(ctx), "%s", what)
+	e.waitFor("the holder's watch on its own node", func() bool { return e.watches() >= before+1 })
+	return e.watches()
+}
+
+func rawConn(t testing.TB, servers []string) (*zk.Conn, <-chan zk.Event) {
+	t.Helper()
+	c, ev, err := zk.Connect(servers, 20*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for c.State() != zk.StateHasSession {
+		if time.Now().After(deadline) {
+			t.Fatalf("admin connection to %v: no session", servers)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return c, ev
+}
+
+// closeRaw closes a plain client and waits until its goroutines are gone.
+func closeRaw(c *zk.Conn, ev <-chan zk.Event) {
+	c.Close()
+	for range ev {
+	}
+}
+
+func deleteTree(c *zk.Conn, p string) {
+	kids, _, err := c.Children(p)
+	if err != nil {
+		return
+	}
+	for _, k := range kids {
+		deleteTree(c, p+"/"+k)
+	}
+	c.Delete(p, -1)
+}
+
+// Waiting and checking.
+
+func ctxTimeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func must(t *testing.T, err error, what string, args ...any) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", fmt.Sprintf(what, args...), err)
+	}
+}
+
+// check reports err as a test error (not fatal, so it may be called from
+// any goroutine) and tells whether it was nil.
+func check(t *testing.T, err error, what string, args ...any) bool {
+	t.Helper()
+	if err != nil {
+		t.Errorf("%s: %v", fmt.Sprintf(what, args...), err)
+		return false
+	}
+	return true
+}
+
+// waitFor polls cond (a test-side observation of the tree) until it holds.
+func (e *env) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// async runs f on its own goroutine and delivers its result.
+func async(f func() error) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- f() }()
+	return ch
+}
+
+// result waits for an async call to return; a call still blocked after 30s
+// fails the test.
+func result(t *testing.T, ch <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: still blocked after 30s", what)
+		return nil
+	}
+}
+
+// blocked fails the test if an async call has already returned.
+func blocked(t *testing.T, ch <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-ch:
+		t.Fatalf("%s returned (err=%v) but should still be waiting", what, err)
+	default:
+	}
+}
+
+// closed waits up to 20s for ch to be closed.
+func closed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s not closed after 20s", what)
+	}
+}
+
+// cutWhile drops call's next request with opcode on its way to the server
+// (the trap), keeps the client from reconnecting while meanwhile does
+// another client's write, then lets it back and returns call's error
+// (what names the call if it does not return).
+func cutWhile(t *testing.T, p *zktest.Proxy, opcode int32, trap, what string, call func() error, meanwhile func()) error {
+	t.Helper()
+	p.Refuse(true)
+	p.CutOnRequest(opcode, false)
+	done := async(call)
+	closed(t, p.Tripped(), trap)
+	meanwhile()
+	p.Refuse(false)
+	return result(t, done, what)
+}
+
+// roundTrip makes sure every watch event the server sent to the sessions so
+// far is counted in their Stats.
+func roundTrip(t *testing.T, ss ...*zkrecipes.Session) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range ss {
+		must(t, zkrecipes.RoundTrip(ctx, s), "round trip")
+	}
+}
+
+// events returns each session's watch events counted so far.
+func events(ss []*zkrecipes.Session) []int64 {
+	out := make([]int64, len(ss))
+	for i, s := range ss {
+		out[i] = s.Stats().WatchEvents
+	}
+	return out
+}
+
+// watchersOf returns how many sessions watch the node p (four-letter word
+// wchp on the server at addr).
+func watchersOf(t testing.TB, addr, p string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := zktest.FourLetter(ctx, addr, "wchp")
+	if err != nil {
+		t.Fatalf("wchp: %v", err)
+	}
+	n, in := 0, false
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "/"):
+			in = l == p
+		case in && sessionLine.MatchString(l):
+			n++
+		}
+	}
+	return n
+}
+
+var sessionLine = regexp.MustCompile(`^\s+0x[0-9a-f]+`)
+
+// Recipe-side helpers shared by several tests.
+
+// incrementShared adds one to c, as Curator users do: read, try, again.
+func incrementShared(ctx context.Context, c *zkrecipes.SharedCount) error {
+	for {
+		v, err := c.Count(ctx)
+		if err != nil {
+			return err
+		}
+		if ok, err := c.TrySetCount(ctx, v.Value+1, v); ok || err != nil {
+			return err
+		}
+	}
+}
+
+// render shows members as "id=data,id=data".
+func render(ms []zkrecipes.Member) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = m.ID + "=" + string(m.Data)
+	}
+	return strings.Join(parts, ",")
+}
+
+// shareItems has producers offer each items apiece ("p<producer>-<n>")
+// while consumers take them, each on a session of its own, until every
+// item is taken; it fails the test on an item taken more than once, or
+// not at all. consumer gives consumer i's take on its session, which
+// returns an item's data, or false to stop (the context it is given ends
+// once every item is taken); producer gives a producer's offer.
+func (e *env) shareItems(ctx context.Context, producers, each, consumers int,
+	consumer func(i int, s *zkrecipes.Session) func(context.Context) ([]byte, bool),
+	producer func(s *zkrecipes.Session) func(context.Context, []byte) error) {
+	t := e.t
+	t.Helper()
+	var mu sync.Mutex
+	taken := map[string]int{}
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	for i := range consumers {
+		take := consumer(i, e.session())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				data, ok := take(cctx)
+				if !ok {
+					return
+				}
+				mu.Lock()
+				taken[string(data)]++
+				if len(taken) == producers*each {
+					stop()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for p := range producers {
+		offer := producer(e.session())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range each {
+				if !check(t, offer(ctx, fmt.Appendf(nil, "p%d-%d", p, n)), "Offer") {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for item, n := range taken {
+		if n != 1 {
+			t.Errorf("item %s taken %d times", item, n)
+		}
+	}
+	if len(taken) != producers*each {
+		t.Errorf("%d distinct items taken, want %d", len(taken), producers*each)
+	}
+}
+
+// Interop contenders: Curator (Java) and kazoo (Python) processes.
+
+// interopEnv gives an interop test its env, a context and the Curator
+// contender, or skips it (fails it under CI) when Java, Curator or kazoo is
+// missing.
+func interopEnv(t *testing.T) (*env, context.Context, func(context.Context, ...string) *exec.Cmd) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts JVMs and Python")
+	}
+	e := newEnv(t)
+	for _, err := range []error{interop.CuratorAvailable(), interop.KazooAvailable()} {
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatal(err)
+			}
+			t.Skip(err)
+		}
+	}
+	ctx := ctxTimeout(t, 3*time.Minute)
+	curator, err := interop.BuildCurator(ctx, t.TempDir())
+	must(t, err, "build the Curator contender")
+	return e, ctx, curator
+}
+
+// argv renders a contender's command line, failing the test on bad Args.
+func argv(t *testing.T, a interop.Args) []string {
+	t.Helper()
+	argv, err := a.Argv()
+	must(t, err, "contender args")
+	return argv
+}
+
+// contenderProc is a running interop contender.
+type contenderProc struct {
+	cmd    *exec.Cmd
+	ready  chan struct{}
+	stderr bytes.Buffer
+	done   chan struct{}
+
+	mu    sync.Mutex
+	lines []string
+	seen  int // lines before this one were matched by waitLine
+}
+
+// startReady starts the contenders together (their start-up overlaps) and
+// waits until every one has printed READY.
+func startReady(t *testing.T, cmds ...*exec.Cmd) []*contenderProc {
+	t.Helper()
+	procs := make([]*contenderProc, len(cmds))
+	for i, cmd := range cmds {
+		procs[i] = startContender(t, cmd)
+	}
+	for _, p := range procs {
+		p.waitReady(t)
+	}
+	return procs
+}
+
+func startContender(t *testing.T, cmd *exec.Cmd) *contenderProc {
+	t.Helper()
+	p := &contenderProc{cmd: cmd, ready: make(chan struct{}), done: make(chan struct{})}
+	cmd.Stderr = &p.stderr
+	out, err := cmd.StdoutPipe()
+	must(t, err, "stdout pipe")
+	must(t, cmd.Start(), "start %s", cmd.Path)
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.lines = append(p.lines, sc.Text())
+			p.mu.Unlock()
+			if strings.HasPrefix(sc.Text(), "READY ") {
+				close(p.ready)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return p
+}
+
+func (p *contenderProc) waitReady(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.ready:
+	case <-p.done:
+		p.cmd.Wait()
+		t.Fatalf("contender exited before READY: %v\nstderr: %s", p.cmd.ProcessState, p.stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("contender not READY after 60s\nstderr: %s", p.stderr.String())
+	}
+}
+
+// printed reports whether the contender has printed line so far.
+func (p *contenderProc) printed(line string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Contains(p.lines, line)
+}
+
+// waitLine waits until the contender prints line, after the line the last
+// waitLine matched, and fails the test if it exits or a minute passes first.
+func (p *contenderProc) waitLine(t *testing.T, line string) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		p.mu.Lock()
+		i := slices.Index(p.lines[p.seen:], line)
+		if i >= 0 {
+			p.seen += i + 1
+		}
+		printed := strings.Join(p.lines, "\n")
+		p.mu.Unlock()
+		if i >= 0 {
+			return
+		}
+		select {
+		case <-p.done:
+			p.mu.Lock()
+			i = slices.Index(p.lines[p.seen:], line)
+			p.mu.Unlock()
+			if i < 0 {
+				p.cmd.Wait()
+				t.Fatalf("contender exited (%v) without printing %q; it printed:\n%s\nstderr: %s", p.cmd.ProcessState, line, printed, p.stderr.String())
+			}
+		case <-deadline:
+			t.Fatalf("contender did not print %q within a minute; it printed:\n%s", line, printed)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// items returns the data of the "ITEM <data>" lines the contender printed.
+func (p *contenderProc) items() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, l := range p.lines {
+		if d, ok := strings.CutPrefix(l, "ITEM "); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (p *contenderProc) wait(t *testing.T) {
+	t.Helper()
+	<-p.done
+	err := p.cmd.Wait()
+	for _, l := range p.lines {
+		if strings.HasPrefix(l, "VIOLATION") {
+			t.Errorf("%s", l)
+		}
+	}
+	if err != nil {
+		t.Errorf("contender %v: %v\nstdout: %s\nstderr: %s", p.cmd.Args[len(p.cmd.Args)-1], err, strings.Join(p.lines, "\n"), p.stderr.String())
+	}
+}
+
+// markExclusive claims the marker directory as an exclusive holder, as the
+// interop contenders do.
+func markExclusive(dir string) error {
+	f, err := os.OpenFile(filepath.Join(dir, "exclusive"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return errors.New("VIOLATION: another exclusive holder is inside")
+	}
+	if err != nil {
+		return err
+	}
+	f.Close()
+	if shared, _ := filepath.Glob(filepath.Join(dir, "shared-*")); len(shared) > 0 {
+		return fmt.Errorf("VIOLATION: readers inside with an exclusive holder: %v", shared)
+	}
+	return nil
+}
+
+// holdExclusive marks the marker directory as an exclusive holder for
+// 5ms, as the interop contenders do while they hold, and reports a
+// violation it finds as an error of who's round n.
+func holdExclusive(t *testing.T, marker, who string, n int) {
+	t.Helper()
+	if err := markExclusive(marker); err != nil {
+		t.Errorf("%s round %d: %v", who, n, err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	os.Remove(filepath.Join(marker, "exclusive"))
+}
+
+// markShared claims the marker directory as a reader, as the interop
+// contenders do, and returns the file to remove when leaving.
+func markShared(dir, id string, n int) (string, error) {
+	mine := filepath.Join(dir, fmt.Sprintf("shared-%s-%d", id, n))
+	f, err := os.OpenFile(mine, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return "", err
+	}
+	f.Close()
+	if _, err := os.Stat(filepath.Join(dir, "exclusive")); err == nil {
+		return mine, errors.New("VIOLATION: a reader inside with an exclusive holder")
+	}
+	return mine, nil
+}
+
+// markLease marks the marker directory as one of at most n semaphore
+// holders, as the interop contenders do, and returns its mark and the
+// number of holders marked (its own included).
+func markLease(dir string, n int, id string, round int) (string, int, error) {
+	mine := filepath.Join(dir, fmt.Sprintf("lease-%s-%d", id, round))
+	if err := os.WriteFile(mine, nil, 0o644); err != nil {
+		return "", 0, err
+	}
+	holders, err := filepath.Glob(filepath.Join(dir, "lease-*"))
+	if err != nil {
+		return mine, 0, err
+	}
+	if len(holders) > n {
+		return mine, len(holders), fmt.Errorf("VIOLATION: %d lease holders marked, %d permits: %v", len(holders), n, holders)
+	}
+	return mine, len(holders), nil
+}
