@@ -533,12 +533,7 @@ type kazooWriter struct {
 
 func startKazooWriter(t *testing.T, ctx context.Context, servers []string, root string, seed int64) *kazooWriter {
 	t.Helper()
-	if err := interop.KazooAvailable(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	zktest.SkipOrFail(t, zktest.Unavailable(interop.KazooAvailable()))
 	cmd := exec.CommandContext(ctx, interop.Python, "-I", "testdata/cache_writer.py",
 		"--connect", strings.Join(servers, ","), "--root", root, "--seed", fmt.Sprint(seed))
 	cmd.Stderr = os.Stderr

@@ -1,6 +1,46 @@
 package zkrecipes
 
+import (
+	"context"
+	"slices"
+)
+
+// The test hooks of the root package, in one place: each reaches a point
+// inside a recipe that a black-box test cannot.
+
 // SetBeforeWatch installs f to run in m's Lock between listing the queue and
 // setting the watch on the predecessor pred, so tests can make the
 // predecessor disappear exactly in that gap.
 func SetBeforeWatch(m *Mutex, f func(pred string)) { m.st.q.beforeWatch = f }
+
+// SetAfterCheck installs f to run in m's TryAcquire between its read-only
+// look at the semaphore and its first write, so tests can take the permits
+// in that gap.
+func SetAfterCheck(m *Semaphore, f func()) { m.afterCheck = f }
+
+// MultiLockMutex returns the Mutex that m holds path with, so tests can make
+// one of its locks end on its own.
+func MultiLockMutex(m *MultiLock, path string) *Mutex {
+	return m.locks[slices.Index(m.paths, path)]
+}
+
+// RoundTrip sends one read on s and waits for its answer. The server sends a
+// session's watch events before the answers to its later requests, and the
+// session counts events as it reads them, so afterwards s.Stats() includes
+// every event the server sent s before RoundTrip was called.
+func RoundTrip(ctx context.Context, s *Session) error {
+	_, err := s.stat(ctx, "/")
+	return err
+}
+
+// CacheCounts returns how many times c read the whole tree (the initial
+// load included) and how many node reads it left for the node's coming
+// event because the node was younger than its parent's read.
+func CacheCounts(c *Cache) (passes, deferred int64) { return c.passes.Load(), c.deferred.Load() }
+
+// WithBeforeRead makes a Cache call f before it sends each read of a node
+// (in a pass over the whole tree, and for watch events), on the cache's
+// goroutine, so a test can change the tree at that very point.
+func WithBeforeRead(f func(path string)) CacheOption {
+	return func(c *cacheConfig) { c.beforeRead = f }
+}

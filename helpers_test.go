@@ -456,12 +456,7 @@ func interopEnv(t *testing.T) (*env, context.Context, func(context.Context, ...s
 	}
 	e := newEnv(t)
 	for _, err := range []error{interop.CuratorAvailable(), interop.KazooAvailable()} {
-		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatal(err)
-			}
-			t.Skip(err)
-		}
+		zktest.SkipOrFail(t, zktest.Unavailable(err))
 	}
 	ctx := ctxTimeout(t, 3*time.Minute)
 	curator, err := interop.BuildCurator(ctx, t.TempDir())
