@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
@@ -123,8 +124,20 @@ func sessionRecord(zxid int64, sess *session) []byte {
 	e := &jute.Encoder{}
 	e.Raw([]byte{formatVersion, recSession})
 	e.Int64(zxid)
+	encodeSession(e, sess)
+	return e.Bytes()
+}
+
+// encodeSession writes what a DataDir keeps of a session: its id,
+// timeout and password.
+func encodeSession(e *jute.Encoder, sess *session) {
 	e.Int64(sess.id)
 	e.Int64(int64(sess.timeout))
 	e.Buffer(sess.passwd)
-	return e.Bytes()
+}
+
+func decodeSession(d *jute.Decoder) *session {
+	sess := &session{id: d.Int64(), timeout: time.Duration(d.Int64())}
+	sess.passwd = d.Buffer()
+	return sess
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
@@ -106,8 +105,7 @@ func loadSnapshot(name string) (*state, error) {
 		case i == 0 && p[1] == recSnapHead:
 			st.zxid = d.Int64()
 		case i > 0 && p[1] == recSnapSess:
-			sess := &session{id: d.Int64(), timeout: time.Duration(d.Int64())}
-			sess.passwd = d.Buffer()
+			sess := decodeSession(d)
 			st.sessions[sess.id] = sess
 		case i > 0 && p[1] == recSnapNode:
 			path, n := decodeNode(d)
@@ -172,8 +170,7 @@ func (st *state) replay(p []byte) error {
 			delete(st.sessions, closed)
 		}
 	case recSession:
-		sess := &session{id: d.Int64(), timeout: time.Duration(d.Int64())}
-		sess.passwd = d.Buffer()
+		sess := decodeSession(d)
 		st.sessions[sess.id] = sess
 	default:
 		return fmt.Errorf("unknown record type %d", p[1])

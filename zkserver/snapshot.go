@@ -20,9 +20,7 @@ func (s *Server) snapshotHead() []byte {
 		sess := s.sessions[id]
 		e := &jute.Encoder{}
 		e.Raw([]byte{formatVersion, recSnapSess})
-		e.Int64(sess.id)
-		e.Int64(int64(sess.timeout))
-		e.Buffer(sess.passwd)
+		encodeSession(e, sess)
 		out = frameRecord(out, e.Bytes())
 	}
 	return out
