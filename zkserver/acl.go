@@ -215,6 +215,15 @@ func (s *Server) authenticate(c *conn, scheme string, auth []byte) (jute.ID, boo
 	return jute.ID{}, false
 }
 
+func containsID(ids []jute.ID, id jute.ID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
 // javaSetOrder returns ids in the order ZooKeeper lists a connection's
 // identities (whoAmI): they are kept in a ConcurrentHashMap-backed set,
 // which iterates by hash bucket (the spread hash of jute's Id.hashCode,

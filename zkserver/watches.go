@@ -165,3 +165,71 @@ func (w *watches) count() int {
 	}
 	return n
 }
+
+// removeWatches removes c's watches of the given type on path, or, for
+// checkWatches (remove false), looks for them, and reports whether there
+// was one. checkWatches answers as ZooKeeper 3.8 does: whether any
+// connection watches path in the table asked for (its
+// WatchManager.containsWatcher does not compare the watchers with the
+// asking connection); removeWatches removes only c's.
+func (s *Server) removeWatches(c *conn, path string, typ int32, remove bool) bool {
+	found := false
+	for _, isData := range []bool{true, false} {
+		if isData && typ == jute.WatcherChildren || !isData && typ == jute.WatcherData {
+			continue
+		}
+		if !remove {
+			found = found || s.watches.watched(isData, path)
+			continue
+		}
+		if s.watches.remove(isData, path, c) {
+			found = true
+		}
+	}
+	return found
+}
+
+// setWatches restores a reconnecting client's watches, first firing the
+// events it missed since relativeZxid.
+func (s *Server) setWatches(c *conn, r *jute.Request) {
+	for _, p := range r.DataWatches {
+		switch n := s.tree.nodes[p]; {
+		case n == nil:
+			s.notify(c, jute.EventNodeDeleted, p)
+		case n.stat.Mzxid > r.RelativeZxid:
+			s.notify(c, jute.EventNodeDataChanged, p)
+		default:
+			s.watches.add(true, p, c, modeStandard)
+		}
+	}
+	for _, p := range r.ExistWatches {
+		if s.tree.nodes[p] != nil {
+			s.notify(c, jute.EventNodeCreated, p)
+		} else {
+			s.watches.add(true, p, c, modeStandard)
+		}
+	}
+	for _, p := range r.ChildWatches {
+		switch n := s.tree.nodes[p]; {
+		case n == nil:
+			s.notify(c, jute.EventNodeDeleted, p)
+		case n.stat.Pzxid > r.RelativeZxid:
+			s.notify(c, jute.EventNodeChildrenChanged, p)
+		default:
+			s.watches.add(false, p, c, modeStandard)
+		}
+	}
+	for _, p := range r.PersistWatches {
+		s.watches.add(true, p, c, modePersist)
+		s.watches.add(false, p, c, modePersist)
+	}
+	for _, p := range r.RecursiveWatches {
+		s.watches.add(true, p, c, modeRecursive)
+		s.watches.add(false, p, c, modeRecursive)
+	}
+}
+
+func (s *Server) notify(c *conn, typ int32, path string) {
+	c.notify(typ, path)
+	s.counters.events++
+}
