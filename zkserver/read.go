@@ -28,12 +28,9 @@ func (s *Server) read(c *conn, r *jute.Request) (int32, []byte) {
 	case jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2:
 		return s.readNode(c, r)
 	case jute.OpGetACL:
-		n := s.tree.lookup(r.Path)
-		if n == nil {
-			return jute.ErrNoNode, nil
-		}
-		if !allowed(n.acl, c.auth, jute.PermRead|jute.PermAdmin) {
-			return jute.ErrNoAuth, nil
+		n, code := s.permitted(c, r.Path, jute.PermRead|jute.PermAdmin)
+		if code != 0 {
+			return code, nil
 		}
 		acl := n.acl
 		if !allowed(n.acl, c.auth, jute.PermAdmin) {
@@ -50,12 +47,8 @@ func (s *Server) read(c *conn, r *jute.Request) (int32, []byte) {
 		}
 		e.Strings(orEmpty(s.tree.sessionEphemerals(c.sess.id, prefix)))
 	case jute.OpGetAllChildrenNumber:
-		n := s.tree.lookup(r.Path)
-		if n == nil {
-			return jute.ErrNoNode, nil
-		}
-		if !allowed(n.acl, c.auth, jute.PermRead) {
-			return jute.ErrNoAuth, nil
+		if _, code := s.permitted(c, r.Path, jute.PermRead); code != 0 {
+			return code, nil
 		}
 		p := r.Path
 		if p == "" {
@@ -77,14 +70,9 @@ func (s *Server) read(c *conn, r *jute.Request) (int32, []byte) {
 			return jute.ErrNoWatcher, nil
 		}
 	case jute.OpAddWatch:
-		m := modePersist
-		if r.Mode == jute.AddWatchPersistentRecursive {
-			m = modeRecursive
-		} else if r.Mode != jute.AddWatchPersistent {
-			return jute.ErrBadArguments, nil
+		if code := s.addWatch(c, r); code != 0 {
+			return code, nil
 		}
-		s.watches.add(true, r.Path, c, m)
-		s.watches.add(false, r.Path, c, m)
 		e.Int32(0)
 	case jute.OpMultiRead:
 		return 0, s.multiRead(c, r)
@@ -97,12 +85,9 @@ func (s *Server) read(c *conn, r *jute.Request) (int32, []byte) {
 // readNode answers getData, getChildren and getChildren2. As in
 // ZooKeeper, the path is not validated: it names a node or not.
 func (s *Server) readNode(c *conn, r *jute.Request) (int32, []byte) {
-	n := s.tree.lookup(r.Path)
-	if n == nil {
-		return jute.ErrNoNode, nil
-	}
-	if !allowed(n.acl, c.auth, jute.PermRead) {
-		return jute.ErrNoAuth, nil
+	n, code := s.permitted(c, r.Path, jute.PermRead)
+	if code != 0 {
+		return code, nil
 	}
 	e := &jute.Encoder{}
 	if r.Op == jute.OpGetData {

@@ -415,8 +415,7 @@ func (s *Server) commit(x *txn) {
 
 func (s *Server) fire(hit map[*conn]bool, ev event) {
 	for c := range hit {
-		c.notify(ev.typ, ev.path)
-		s.counters.events++
+		s.notify(c, ev.typ, ev.path)
 	}
 }
 

@@ -53,6 +53,13 @@ func (w *watches) add(isData bool, path string, c *conn, m watchMode) {
 	set[c] = m
 }
 
+// addPersistent sets a persistent (or persistent recursive) watch of c on
+// path: in both tables, as in ZooKeeper.
+func (w *watches) addPersistent(path string, c *conn, m watchMode) {
+	w.add(true, path, c, m)
+	w.add(false, path, c, m)
+}
+
 func (w *watches) table(isData bool) watchTable {
 	if isData {
 		return w.data
@@ -193,14 +200,7 @@ func (s *Server) removeWatches(c *conn, path string, typ int32, remove bool) boo
 // events it missed since relativeZxid.
 func (s *Server) setWatches(c *conn, r *jute.Request) {
 	for _, p := range r.DataWatches {
-		switch n := s.tree.nodes[p]; {
-		case n == nil:
-			s.notify(c, jute.EventNodeDeleted, p)
-		case n.stat.Mzxid > r.RelativeZxid:
-			s.notify(c, jute.EventNodeDataChanged, p)
-		default:
-			s.watches.add(true, p, c, modeStandard)
-		}
+		s.restoreWatch(c, p, true, r.RelativeZxid)
 	}
 	for _, p := range r.ExistWatches {
 		if s.tree.nodes[p] != nil {
@@ -210,25 +210,50 @@ func (s *Server) setWatches(c *conn, r *jute.Request) {
 		}
 	}
 	for _, p := range r.ChildWatches {
-		switch n := s.tree.nodes[p]; {
-		case n == nil:
-			s.notify(c, jute.EventNodeDeleted, p)
-		case n.stat.Pzxid > r.RelativeZxid:
-			s.notify(c, jute.EventNodeChildrenChanged, p)
-		default:
-			s.watches.add(false, p, c, modeStandard)
-		}
+		s.restoreWatch(c, p, false, r.RelativeZxid)
 	}
 	for _, p := range r.PersistWatches {
-		s.watches.add(true, p, c, modePersist)
-		s.watches.add(false, p, c, modePersist)
+		s.watches.addPersistent(p, c, modePersist)
 	}
 	for _, p := range r.RecursiveWatches {
-		s.watches.add(true, p, c, modeRecursive)
-		s.watches.add(false, p, c, modeRecursive)
+		s.watches.addPersistent(p, c, modeRecursive)
 	}
 }
 
+// restoreWatch sets c's one-shot data (isData) or child watch on the node
+// at p again, or, when the node is gone or its data (its children)
+// changed after relativeZxid, sends the event the client missed instead.
+func (s *Server) restoreWatch(c *conn, p string, isData bool, relativeZxid int64) {
+	n := s.tree.nodes[p]
+	if n == nil {
+		s.notify(c, jute.EventNodeDeleted, p)
+		return
+	}
+	changed, typ := n.stat.Mzxid, jute.EventNodeDataChanged
+	if !isData {
+		changed, typ = n.stat.Pzxid, jute.EventNodeChildrenChanged
+	}
+	if changed > relativeZxid {
+		s.notify(c, typ, p)
+		return
+	}
+	s.watches.add(isData, p, c, modeStandard)
+}
+
+// addWatch answers addWatch: a persistent, or persistent recursive, watch
+// of c on the request's path.
+func (s *Server) addWatch(c *conn, r *jute.Request) int32 {
+	m := modePersist
+	if r.Mode == jute.AddWatchPersistentRecursive {
+		m = modeRecursive
+	} else if r.Mode != jute.AddWatchPersistent {
+		return jute.ErrBadArguments
+	}
+	s.watches.addPersistent(r.Path, c, m)
+	return 0
+}
+
+// notify sends c a watch event and counts it.
 func (s *Server) notify(c *conn, typ int32, path string) {
 	c.notify(typ, path)
 	s.counters.events++
