@@ -89,14 +89,9 @@ func (s *Server) process(c *conn, r *jute.Request, start time.Time, bad *malform
 		c.reply(r.Xid, s.zxid, 0, nil)
 	default:
 		if isWrite(r.Op) {
-			x := s.begin()
-			code, body := s.write(x, c, r, false)
-			if code != 0 {
-				x.rollback()
-			}
-			s.commit(x)
-			c.lastZxid = x.zxid
-			c.reply(r.Xid, x.zxid, code, body)
+			zxid, code, body := s.writeTxn(c, r)
+			c.lastZxid = zxid
+			c.reply(r.Xid, zxid, code, body)
 			return true
 		}
 		code, body := s.read(c, r)

@@ -19,6 +19,20 @@ func isWrite(op int32) bool {
 	return false
 }
 
+// writeTxn applies the write request r of c as one transaction, which
+// commits even when the request fails (its changes undone): a failed
+// write takes a zxid too, as in ZooKeeper. It returns the transaction's
+// zxid and the request's error code and reply body. Called with s.mu held.
+func (s *Server) writeTxn(c *conn, r *jute.Request) (int64, int32, []byte) {
+	x := s.begin()
+	code, body := s.write(x, c, r, false)
+	if code != 0 {
+		x.rollback()
+	}
+	s.commit(x)
+	return x.zxid, code, body
+}
+
 // write applies a write request in x and returns its error code and reply
 // body.
 func (s *Server) write(x *txn, c *conn, r *jute.Request, inMulti bool) (int32, []byte) {
@@ -182,12 +196,9 @@ func (s *Server) setData(x *txn, c *conn, r *jute.Request) (*node, int32) {
 	if !validPath(r.Path) {
 		return nil, jute.ErrBadArguments
 	}
-	n := s.tree.nodes[r.Path]
-	if n == nil {
-		return nil, jute.ErrNoNode
-	}
-	if !allowed(n.acl, c.auth, jute.PermWrite) {
-		return nil, jute.ErrNoAuth
+	n, code := s.permitted(c, r.Path, jute.PermWrite)
+	if code != 0 {
+		return nil, code
 	}
 	if r.Version != -1 && r.Version != n.stat.Version {
 		return nil, jute.ErrBadVersion
@@ -205,12 +216,9 @@ func (s *Server) setACL(x *txn, c *conn, r *jute.Request) (*node, int32) {
 	if code != 0 {
 		return nil, code
 	}
-	n := s.tree.nodes[r.Path]
-	if n == nil {
-		return nil, jute.ErrNoNode
-	}
-	if !allowed(n.acl, c.auth, jute.PermAdmin) {
-		return nil, jute.ErrNoAuth
+	n, code := s.permitted(c, r.Path, jute.PermAdmin)
+	if code != 0 {
+		return nil, code
 	}
 	if r.Version != -1 && r.Version != n.stat.Aversion {
 		return nil, jute.ErrBadVersion
@@ -224,12 +232,9 @@ func (s *Server) check(c *conn, r *jute.Request) int32 {
 	if !validPath(r.Path) {
 		return jute.ErrBadArguments
 	}
-	n := s.tree.nodes[r.Path]
-	if n == nil {
-		return jute.ErrNoNode
-	}
-	if !allowed(n.acl, c.auth, jute.PermRead) {
-		return jute.ErrNoAuth
+	n, code := s.permitted(c, r.Path, jute.PermRead)
+	if code != 0 {
+		return code
 	}
 	if r.Version != -1 && r.Version != n.stat.Version {
 		return jute.ErrBadVersion
