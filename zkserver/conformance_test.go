@@ -22,6 +22,17 @@ import (
 // transcript of what each server answered, normalised so that values that
 // legitimately differ (zxids, times, session ids) become placeholders,
 // and requires the two transcripts to be equal.
+//
+// Each case file mirrors the implementation file whose behaviour its
+// cases pin: conformance_write_test.go for write.go, and so on. The
+// cases named Edges, and PathNames, CreateModes and LargeRequests, are
+// the edge cases of the calls client libraries make in normal use:
+// go-zookeeper/zk (Create with each flag, CreateContainer, CreateTTL,
+// CreateProtectedEphemeralSequential, Children, Multi, SetACL, AddAuth,
+// Sync), kazoo (create with makepath and include_data, get_children,
+// transaction with check, set_acls, add_auth, ensure_path, sync) and
+// Curator (creatingParentContainersIfNeeded, transaction, guaranteed
+// delete, checkWatches when a specific watcher is removed, getConfig).
 
 var (
 	realZK    *zktest.Cluster

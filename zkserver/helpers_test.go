@@ -3,8 +3,11 @@ package zkserver_test
 import (
 	"fmt"
 	"net"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
@@ -165,4 +168,70 @@ func dialRawTimeout(t testing.TB, addr string, ms int32) (*rawClient, jute.Conne
 	var resp jute.ConnectResponse
 	resp.Decode(jute.NewDecoder(p))
 	return &rawClient{t: t, nc: nc, id: resp.SessionID}, resp, nil
+}
+
+// zkConnect connects go-zookeeper/zk to addr and records its session
+// events.
+func zkConnect(t *testing.T, addr string) (*zk.Conn, *stateLog) {
+	t.Helper()
+	log := &stateLog{}
+	c, _, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogInfo(false),
+		zk.WithLogger(quiet{}), zk.WithEventCallback(log.add))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if !log.wait(zk.StateHasSession, 10*time.Second) {
+		t.Fatal("no session")
+	}
+	return c, log
+}
+
+// quiet drops go-zookeeper's log lines.
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+// stateLog records the session states go-zookeeper reports.
+type stateLog struct {
+	mu     sync.Mutex
+	states []zk.State
+}
+
+func (l *stateLog) add(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	l.mu.Lock()
+	l.states = append(l.states, ev.State)
+	l.mu.Unlock()
+}
+
+// wait waits until state s has been reported after the last wait.
+func (l *stateLog) wait(s zk.State, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		for i, x := range l.states {
+			if x == s {
+				l.states = l.states[i+1:]
+				l.mu.Unlock()
+				return true
+			}
+		}
+		l.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
+}
+
+func recvEvent(t *testing.T, ch <-chan zk.Event) zk.Event {
+	t.Helper()
+	select {
+	case ev := <-ch:
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no watch event")
+		return zk.Event{}
+	}
 }
