@@ -24,13 +24,6 @@ func TestConformanceSystemNodes(t *testing.T) {
 	})
 }
 
-// nullCreate is a create whose data is a null buffer (length -1), as
-// kazoo sends for create(path, None) and the Java client for a null
-// byte[].
-func nullCreate(op int32, p string, flags int32) jute.Request {
-	return jute.Request{Op: op, Path: p, Data: nil, ACL: open, Flags: flags}
-}
-
 // TestConformanceNullData: ZooKeeper keeps null data apart from empty
 // data, through create, create2, setData, multi and multiRead, and says
 // 0 for the length of either.

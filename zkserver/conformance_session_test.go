@@ -2,7 +2,6 @@ package zkserver_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -47,15 +46,6 @@ func TestConformanceHandshake(t *testing.T) {
 	})
 }
 
-func dialTimeout(t *testing.T, addr string, ms int32) (int32, error) {
-	c, resp, err := dialRawTimeout(t, addr, ms)
-	if err != nil {
-		return 0, err
-	}
-	c.call(jute.Request{Op: jute.OpCloseSession})
-	return resp.TimeOut, nil
-}
-
 // TestConformanceHandshakeEdges: connect requests a client may send.
 func TestConformanceHandshakeEdges(t *testing.T) {
 	conform(t, func(t *testing.T, tg target, r *rec) {
@@ -74,27 +64,6 @@ func TestConformanceHandshakeEdges(t *testing.T) {
 		_, resp, err := dialRaw(t, tg.addr, 0x7eadbeef, make([]byte, 16), false)
 		r.logf("unknown session: err=%v timeout=%d id=%d", err, resp.TimeOut, resp.SessionID)
 	})
-}
-
-// dialRawZxid sends a connect request for a new session that says it has
-// seen zxid, and returns the connection and the answer, if any.
-func dialRawZxid(t *testing.T, addr string, zxid int64) (net.Conn, jute.ConnectResponse, error) {
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	req := jute.ConnectRequest{TimeOut: 4000, LastZxidSeen: zxid, Passwd: make([]byte, 16)}
-	e := jute.NewFrameEncoder()
-	req.Encode(e)
-	nc.Write(e.Frame())
-	p, err := jute.ReadFrame(nc, 1<<20)
-	if err != nil {
-		return nc, jute.ConnectResponse{}, err
-	}
-	var resp jute.ConnectResponse
-	resp.Decode(jute.NewDecoder(p))
-	return nc, resp, nil
 }
 
 func TestConformanceEphemerals(t *testing.T) {
