@@ -1,11 +1,8 @@
 package zkserver_test
 
 import (
-	"context"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/internal/jute"
@@ -80,10 +77,6 @@ func TestConformanceNullData(t *testing.T) {
 // set, create2 and watches, the four-letter words kazoo sends, and
 // server_version, which reads envi. It prints one line per result.
 const kazooNullScript = `
-import sys, threading
-from kazoo.client import KazooClient
-zk = KazooClient(hosts=sys.argv[1], timeout=5)
-zk.start(timeout=10)
 base = sys.argv[2]
 def show(label, v):
     print(label, repr(v).replace(base, "~"))
@@ -140,13 +133,8 @@ func TestConformanceKazooNullData(t *testing.T) {
 		t.Skip(err)
 	}
 	conform(t, func(t *testing.T, tg target, r *rec) {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, interop.Python, "-I", "-c", kazooNullScript, tg.addr, tg.path).CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "DONE") {
-			t.Fatalf("kazoo: %v\n%s", err, out)
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		out := runKazoo(t, kazooNullScript, tg.addr, tg.path)
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			r.logf("%s", line)
 		}
 	})

@@ -125,7 +125,7 @@ func (r *rec) normalized() []string {
 // conform runs body against both servers and compares the transcripts.
 func conform(t *testing.T, body func(t *testing.T, tg target, r *rec)) {
 	t.Helper()
-	path := "/conf-" + runNonce + "-" + strings.ReplaceAll(t.Name(), "/", "_")
+	path := casePath(t)
 	targets := []target{{name: "zkserver", addr: embedded.Addr(), path: path}}
 	if realZKErr == nil {
 		targets = append([]target{{name: "zookeeper", addr: realZK.Addr(0), path: path}}, targets...)
@@ -134,6 +134,22 @@ func conform(t *testing.T, body func(t *testing.T, tg target, r *rec)) {
 		tg := targets[i]
 		return tg.name, func(t *testing.T, r *rec) { body(t, tg, r) }
 	})
+}
+
+// skipWithoutZooKeeper skips t (or fails it, see zktest.SkipOrFail)
+// because the real ZooKeeper of a pair of servers did not start: err
+// says why.
+func skipWithoutZooKeeper(t *testing.T, err error) {
+	t.Helper()
+	if os.Getenv("ZKSERVER_NO_ZOOKEEPER") != "" {
+		t.Skip("skipped: ZKSERVER_NO_ZOOKEEPER is set")
+	}
+	zktest.SkipOrFail(t, err)
+}
+
+// casePath is the fresh path of the case t, the same on both servers.
+func casePath(t *testing.T) string {
+	return "/conf-" + runNonce + "-" + strings.ReplaceAll(t.Name(), "/", "_")
 }
 
 // compare runs n targets' bodies, each recording a transcript, and

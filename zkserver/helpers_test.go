@@ -1,6 +1,7 @@
 package zkserver_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -13,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -25,6 +27,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"github.com/zkrecipes/zkrecipes/zkserver"
 )
@@ -48,19 +51,30 @@ type frame struct {
 	event *jute.WatcherEvent
 }
 
+// dialRaw opens a session: a new one (id 0), or id's again with passwd
+// (nil for a zero password).
 func dialRaw(t testing.TB, addr string, id int64, passwd []byte, readOnly bool) (*rawClient, jute.ConnectResponse, error) {
 	t.Helper()
+	if passwd == nil {
+		passwd = make([]byte, 16)
+	}
+	return dialConnect(t, addr, jute.ConnectRequest{TimeOut: 4000, SessionID: id, Passwd: passwd, HasReadOnly: readOnly})
+}
+
+// dialConnect dials addr, closed when the test ends, and sends req.
+func dialConnect(t testing.TB, addr string, req jute.ConnectRequest) (*rawClient, jute.ConnectResponse, error) {
 	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return nil, jute.ConnectResponse{}, err
 	}
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
-	c := &rawClient{t: t, nc: nc}
 	t.Cleanup(func() { nc.Close() })
-	if passwd == nil {
-		passwd = make([]byte, 16)
-	}
-	req := jute.ConnectRequest{TimeOut: 4000, SessionID: id, Passwd: passwd, HasReadOnly: readOnly}
+	return handshake(t, nc, req)
+}
+
+// handshake sends req as the connect request on nc and returns the
+// client and the server's answer, or the error that ended the handshake.
+func handshake(t testing.TB, nc net.Conn, req jute.ConnectRequest) (*rawClient, jute.ConnectResponse, error) {
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
 	e := jute.NewFrameEncoder()
 	req.Encode(e)
 	if _, err := nc.Write(e.Frame()); err != nil {
@@ -72,8 +86,7 @@ func dialRaw(t testing.TB, addr string, id int64, passwd []byte, readOnly bool) 
 	}
 	var resp jute.ConnectResponse
 	resp.Decode(jute.NewDecoder(p))
-	c.id, c.passwd, c.timeout = resp.SessionID, resp.Passwd, resp.TimeOut
-	return c, resp, nil
+	return &rawClient{t: t, nc: nc, id: resp.SessionID, passwd: resp.Passwd, timeout: resp.TimeOut}, resp, nil
 }
 
 func newRaw(t testing.TB, addr string) *rawClient {
@@ -166,25 +179,7 @@ func (e frame) String() string {
 }
 
 func dialRawTimeout(t testing.TB, addr string, ms int32) (*rawClient, jute.ConnectResponse, error) {
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		return nil, jute.ConnectResponse{}, err
-	}
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
-	t.Cleanup(func() { nc.Close() })
-	req := jute.ConnectRequest{TimeOut: ms, Passwd: make([]byte, 16)}
-	e := jute.NewFrameEncoder()
-	req.Encode(e)
-	if _, err := nc.Write(e.Frame()); err != nil {
-		return nil, jute.ConnectResponse{}, err
-	}
-	p, err := jute.ReadFrame(nc, 1<<20)
-	if err != nil {
-		return nil, jute.ConnectResponse{}, err
-	}
-	var resp jute.ConnectResponse
-	resp.Decode(jute.NewDecoder(p))
-	return &rawClient{t: t, nc: nc, id: resp.SessionID}, resp, nil
+	return dialConnect(t, addr, jute.ConnectRequest{TimeOut: ms, Passwd: make([]byte, 16)})
 }
 
 func dialTimeout(t *testing.T, addr string, ms int32) (int32, error) {
@@ -203,18 +198,8 @@ func dialRawZxid(t *testing.T, addr string, zxid int64) (net.Conn, jute.ConnectR
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	req := jute.ConnectRequest{TimeOut: 4000, LastZxidSeen: zxid, Passwd: make([]byte, 16)}
-	e := jute.NewFrameEncoder()
-	req.Encode(e)
-	nc.Write(e.Frame())
-	p, err := jute.ReadFrame(nc, 1<<20)
-	if err != nil {
-		return nc, jute.ConnectResponse{}, err
-	}
-	var resp jute.ConnectResponse
-	resp.Decode(jute.NewDecoder(p))
-	return nc, resp, nil
+	_, resp, err := handshake(t, nc, jute.ConnectRequest{TimeOut: 4000, LastZxidSeen: zxid, Passwd: make([]byte, 16)})
+	return nc, resp, err
 }
 
 var open = []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}
@@ -381,6 +366,25 @@ func dump(t *testing.T, s *zkserver.Server) map[string]string {
 	return out
 }
 
+// reopen starts a server on opts (a DataDir someone wrote) and requires
+// it to hold the tree want (a dump).
+func reopen(t *testing.T, opts zkserver.Options, want map[string]string) *zkserver.Server {
+	t.Helper()
+	s := startDurable(t, opts, "127.0.0.1:0")
+	sameTree(t, want, dump(t, s))
+	return s
+}
+
+// reload closes s and requires a new server on opts (s's DataDir) to
+// hold the tree s had.
+func reload(t *testing.T, s *zkserver.Server, opts zkserver.Options) *zkserver.Server {
+	t.Helper()
+	want := dump(t, s)
+	s.Close()
+	return reopen(t, opts, want)
+}
+
+// sameTree requires the dump got to be the dump want.
 func sameTree(t *testing.T, want, got map[string]string) {
 	t.Helper()
 	for p, w := range want {
@@ -591,22 +595,8 @@ func dialRawTLS(t testing.TB, addr string, cfg *tls.Config) (*rawClient, error) 
 		return nil, err
 	}
 	t.Cleanup(func() { nc.Close() })
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
-	c := &rawClient{t: t, nc: nc}
-	req := jute.ConnectRequest{TimeOut: 4000, Passwd: make([]byte, 16)}
-	e := jute.NewFrameEncoder()
-	req.Encode(e)
-	if _, err := nc.Write(e.Frame()); err != nil {
-		return nil, err
-	}
-	p, err := jute.ReadFrame(nc, 1<<20)
-	if err != nil {
-		return nil, err
-	}
-	var resp jute.ConnectResponse
-	resp.Decode(jute.NewDecoder(p))
-	c.id, c.passwd, c.timeout = resp.SessionID, resp.Passwd, resp.TimeOut
-	return c, nil
+	c, _, err := handshake(t, nc, jute.ConnectRequest{TimeOut: 4000, Passwd: make([]byte, 16)})
+	return c, err
 }
 
 func whoAmI(t testing.TB, c *rawClient) []string {
@@ -631,4 +621,27 @@ func readAll(nc net.Conn) (string, error) {
 			return b.String(), err
 		}
 	}
+}
+
+// kazooPrelude starts the kazoo client zk on the server argv[1]; a kazoo
+// script (see runKazoo) goes on from there.
+const kazooPrelude = `
+import sys, threading
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1], timeout=5)
+zk.start(timeout=10)
+`
+
+// runKazoo runs script after kazooPrelude in Python, with args after the
+// server address, and returns its output; the script must print DONE.
+func runKazoo(t *testing.T, script string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	argv := append([]string{"-I", "-c", kazooPrelude + script}, args...)
+	out, err := exec.CommandContext(ctx, interop.Python, argv...).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "DONE") {
+		t.Fatalf("kazoo: %v\n%s", err, out)
+	}
+	return string(out)
 }

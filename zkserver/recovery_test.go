@@ -24,8 +24,7 @@ func TestDataDirKeepsTreeAndZxid(t *testing.T) {
 	s.Close()
 	zxid = max(zxid, s.Zxid()) // closing the session is a transaction
 
-	s2 := startDurable(t, opts, "127.0.0.1:0")
-	sameTree(t, want, dump(t, s2))
+	s2 := reopen(t, opts, want)
 	if got := s2.Zxid(); got != zxid {
 		t.Fatalf("zxid after restart: %d, want %d", got, zxid)
 	}
@@ -57,10 +56,7 @@ func TestDataDirKeepsTreeAndZxid(t *testing.T) {
 	if err := s2.Create("/after-restart", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	want = dump(t, s2)
-	s2.Close()
-	s3 := startDurable(t, opts, "127.0.0.1:0")
-	sameTree(t, want, dump(t, s3))
+	reload(t, s2, opts)
 }
 
 func TestDataDirTornTail(t *testing.T) {
@@ -86,8 +82,7 @@ func TestDataDirTornTail(t *testing.T) {
 	f.Write([]byte{0, 0, 0, 100, 1, 2, 3, 4, 1, 1, 0})
 	f.Close()
 
-	s2 := startDurable(t, opts, "127.0.0.1:0")
-	sameTree(t, want, dump(t, s2))
+	s2 := reopen(t, opts, want)
 	if s2.Zxid() != zxid {
 		t.Fatalf("zxid %d, want %d", s2.Zxid(), zxid)
 	}
@@ -105,17 +100,13 @@ func TestDataDirTornTail(t *testing.T) {
 	}
 	b[len(b)-1] ^= 1
 	os.WriteFile(logs[0], b, 0o644)
-	s3 := startDurable(t, opts, "127.0.0.1:0")
-	sameTree(t, before, dump(t, s3))
+	s3 := reopen(t, opts, before)
 
 	// Appending after a torn tail works.
 	if err := s3.Create("/later2", nil); err != nil {
 		t.Fatal(err)
 	}
-	want = dump(t, s3)
-	s3.Close()
-	s4 := startDurable(t, opts, "127.0.0.1:0")
-	sameTree(t, want, dump(t, s4))
+	reload(t, s3, opts)
 }
 
 func TestDataDirEphemeralSurvivesQuickRestart(t *testing.T) {

@@ -29,8 +29,7 @@ func TestDataDirSnapshots(t *testing.T) {
 	if len(names) != 2 {
 		t.Fatalf("files in the DataDir: %v, want one snapshot and one log", names)
 	}
-	s2 := startDurable(t, opts, "127.0.0.1:0")
-	sameTree(t, want, dump(t, s2))
+	s2 := reopen(t, opts, want)
 	if len(s2.Sessions()) != 1 || s2.Zxid() != zxid {
 		t.Fatalf("sessions %v, zxid %d, want 1 session and zxid %d", s2.Sessions(), s2.Zxid(), zxid)
 	}
@@ -113,6 +112,5 @@ func TestDataDirSnapshotDoesNotStopWrites(t *testing.T) {
 	c.Close()
 	s.Close()
 	fault.armed.Store(false)
-	s2 := startDurable(t, zkserver.Options{DataDir: dir}, "127.0.0.1:0")
-	sameTree(t, want, dump(t, s2))
+	reopen(t, zkserver.Options{DataDir: dir}, want)
 }
