@@ -43,6 +43,20 @@ func allowed(acl []jute.ACL, ids []jute.ID, perm int32) bool {
 	return false
 }
 
+// permitted looks up the node at p for a request of c that needs perm on
+// it: NoNode if there is none, NoAuth if c lacks perm. As in ZooKeeper's
+// reads, p is not validated ("" is the root); writes validate it first.
+func (s *Server) permitted(c *conn, p string, perm int32) (*node, int32) {
+	n := s.tree.lookup(p)
+	if n == nil {
+		return nil, jute.ErrNoNode
+	}
+	if !allowed(n.acl, c.auth, perm) {
+		return nil, jute.ErrNoAuth
+	}
+	return n, 0
+}
+
 // idMatches reports whether the identity id matches the id of an ACL entry
 // of the same scheme.
 func idMatches(id jute.ID, aclID string) bool {
@@ -213,6 +227,15 @@ func (s *Server) authenticate(c *conn, scheme string, auth []byte) (jute.ID, boo
 		}
 	}
 	return jute.ID{}, false
+}
+
+func containsID(ids []jute.ID, id jute.ID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
 }
 
 // javaSetOrder returns ids in the order ZooKeeper lists a connection's

@@ -65,13 +65,7 @@ func (s *Server) apply(name string, r *jute.Request) ([]byte, error) {
 		s.mu.Unlock()
 		return nil, s.err
 	}
-	c := s.admin()
-	x := s.begin()
-	code, body := s.write(x, c, r, false)
-	if code != 0 {
-		x.rollback()
-	}
-	s.commit(x)
+	_, code, body := s.writeTxn(s.admin(), r)
 	w := s.wal
 	var pos uint64
 	if w != nil {

@@ -3,10 +3,8 @@ package zkserver_test
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,27 +13,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
-
-// flw sends a four-letter word (with extra bytes after it, for stmk) on a
-// new connection and returns the whole answer and the connection's local
-// address, which the answers of cons and stat list.
-func flw(t *testing.T, addr, cmd string, extra ...byte) (string, string) {
-	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := nc.Write(append([]byte(cmd), extra...)); err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(nc)
-	if err != nil {
-		t.Fatalf("%s: %v", cmd, err)
-	}
-	return string(b), nc.LocalAddr().String()
-}
 
 // versionLine is the first line of srvr and stat on ZooKeeper 3.7 and
 // later: the version, a dash and the build's commit id, and the build
@@ -188,23 +165,6 @@ func TestConformanceConnectionDumps(t *testing.T) {
 		r.logf("wchs, beyond the other tests': %v", wchsDelta(t, tg.addr, base))
 		r.dumps(t, tg, a, b)
 	})
-}
-
-var wchsRE = regexp.MustCompile(`^(\d+) connections watching (\d+) paths\nTotal watches:(\d+)\n$`)
-
-// wchs returns the three numbers of wchs.
-func wchs(t *testing.T, addr string) [3]int {
-	t.Helper()
-	out, _ := flw(t, addr, "wchs")
-	m := wchsRE.FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("wchs: %q", out)
-	}
-	var n [3]int
-	for i := range n {
-		n[i], _ = strconv.Atoi(m[i+1])
-	}
-	return n
 }
 
 // stableWchs returns wchs once two answers in a row agree: the

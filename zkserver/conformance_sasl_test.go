@@ -74,16 +74,13 @@ func conformSASL(t *testing.T, require bool, body func(t *testing.T, tg target, 
 	}
 	p.start()
 	if p.realErr != nil {
-		if os.Getenv("ZKSERVER_NO_ZOOKEEPER") != "" {
-			t.Skip("skipped: ZKSERVER_NO_ZOOKEEPER is set")
-		}
-		zktest.SkipOrFail(t, p.realErr)
+		skipWithoutZooKeeper(t, p.realErr)
 		return
 	}
 	if p.setupErr != nil {
 		t.Fatal(p.setupErr)
 	}
-	path := "/conf-" + runNonce + "-" + strings.ReplaceAll(t.Name(), "/", "_")
+	path := casePath(t)
 	targets := []target{{name: "zookeeper", addr: p.real.Addr(0), path: path}, {name: "zkserver", addr: p.emb.Addr(), path: path}}
 	compare(t, nil, len(targets), func(i int) (string, func(*testing.T, *rec)) {
 		tg := targets[i]

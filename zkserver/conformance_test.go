@@ -22,6 +22,17 @@ import (
 // transcript of what each server answered, normalised so that values that
 // legitimately differ (zxids, times, session ids) become placeholders,
 // and requires the two transcripts to be equal.
+//
+// Each case file mirrors the implementation file whose behaviour its
+// cases pin: conformance_write_test.go for write.go, and so on. The
+// cases named Edges, and PathNames, CreateModes and LargeRequests, are
+// the edge cases of the calls client libraries make in normal use:
+// go-zookeeper/zk (Create with each flag, CreateContainer, CreateTTL,
+// CreateProtectedEphemeralSequential, Children, Multi, SetACL, AddAuth,
+// Sync), kazoo (create with makepath and include_data, get_children,
+// transaction with check, set_acls, add_auth, ensure_path, sync) and
+// Curator (creatingParentContainersIfNeeded, transaction, guaranteed
+// delete, checkWatches when a specific watcher is removed, getConfig).
 
 var (
 	realZK    *zktest.Cluster
@@ -114,7 +125,7 @@ func (r *rec) normalized() []string {
 // conform runs body against both servers and compares the transcripts.
 func conform(t *testing.T, body func(t *testing.T, tg target, r *rec)) {
 	t.Helper()
-	path := "/conf-" + runNonce + "-" + strings.ReplaceAll(t.Name(), "/", "_")
+	path := casePath(t)
 	targets := []target{{name: "zkserver", addr: embedded.Addr(), path: path}}
 	if realZKErr == nil {
 		targets = append([]target{{name: "zookeeper", addr: realZK.Addr(0), path: path}}, targets...)
@@ -123,6 +134,22 @@ func conform(t *testing.T, body func(t *testing.T, tg target, r *rec)) {
 		tg := targets[i]
 		return tg.name, func(t *testing.T, r *rec) { body(t, tg, r) }
 	})
+}
+
+// skipWithoutZooKeeper skips t (or fails it, see zktest.SkipOrFail)
+// because the real ZooKeeper of a pair of servers did not start: err
+// says why.
+func skipWithoutZooKeeper(t *testing.T, err error) {
+	t.Helper()
+	if os.Getenv("ZKSERVER_NO_ZOOKEEPER") != "" {
+		t.Skip("skipped: ZKSERVER_NO_ZOOKEEPER is set")
+	}
+	zktest.SkipOrFail(t, err)
+}
+
+// casePath is the fresh path of the case t, the same on both servers.
+func casePath(t *testing.T) string {
+	return "/conf-" + runNonce + "-" + strings.ReplaceAll(t.Name(), "/", "_")
 }
 
 // compare runs n targets' bodies, each recording a transcript, and
@@ -321,43 +348,3 @@ func sorted(v []string) []string {
 }
 
 // Request constructors for the transcripts.
-
-var open = []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}
-
-func create(p string, data string, flags int32) jute.Request {
-	return jute.Request{Op: jute.OpCreate, Path: p, Data: []byte(data), ACL: open, Flags: flags}
-}
-
-func create2(p string, data string, flags int32) jute.Request {
-	r := create(p, data, flags)
-	r.Op = jute.OpCreate2
-	return r
-}
-
-func del(p string, version int32) jute.Request {
-	return jute.Request{Op: jute.OpDelete, Path: p, Version: version}
-}
-
-func setData(p, data string, version int32) jute.Request {
-	return jute.Request{Op: jute.OpSetData, Path: p, Data: []byte(data), Version: version}
-}
-
-func getData(p string, watch bool) jute.Request {
-	return jute.Request{Op: jute.OpGetData, Path: p, Watch: watch}
-}
-
-func exists(p string, watch bool) jute.Request {
-	return jute.Request{Op: jute.OpExists, Path: p, Watch: watch}
-}
-
-func children(p string, watch bool) jute.Request {
-	return jute.Request{Op: jute.OpGetChildren2, Path: p, Watch: watch}
-}
-
-func check(p string, version int32) jute.Request {
-	return jute.Request{Op: jute.OpCheck, Path: p, Version: version}
-}
-
-func multi(ops ...jute.Request) jute.Request {
-	return jute.Request{Op: jute.OpMulti, Ops: ops}
-}

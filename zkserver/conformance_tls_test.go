@@ -101,13 +101,10 @@ func conformTLS(t *testing.T, body func(t *testing.T, tg tlsTarget, r *rec)) {
 		t.Fatal(tlsSetupErr)
 	}
 	if tlsRealErr != nil {
-		if os.Getenv("ZKSERVER_NO_ZOOKEEPER") != "" {
-			t.Skip("skipped: ZKSERVER_NO_ZOOKEEPER is set")
-		}
-		zktest.SkipOrFail(t, tlsRealErr)
+		skipWithoutZooKeeper(t, tlsRealErr)
 		return
 	}
-	path := "/conf-" + runNonce + "-" + strings.ReplaceAll(t.Name(), "/", "_")
+	path := casePath(t)
 	targets := []tlsTarget{
 		{name: "zookeeper", addr: tlsReal.Addr(0), secure: tlsReal.SecureAddr(0), client: tlsReal.ClientTLS(), path: path},
 		{name: "zkserver", addr: tlsEmbedded.Addr(), secure: tlsEmbedded.SecureAddr(), client: tlsEmbCfg.Clone(), path: path},

@@ -83,45 +83,37 @@ func (s *Server) Stats() Stats {
 	}
 }
 
-// opName returns ZooKeeper's short name of an opcode, as cons shows it.
+// opNames are ZooKeeper's short names of opcodes, as cons shows them.
+var opNames = map[int32]string{
+	jute.OpCreate:          "CREA",
+	jute.OpCreate2:         "CREA",
+	jute.OpCreateContainer: "CREA",
+	jute.OpCreateTTL:       "CREA",
+	jute.OpDelete:          "DELE",
+	jute.OpExists:          "EXIS",
+	jute.OpGetData:         "GETD",
+	jute.OpSetData:         "SETD",
+	jute.OpGetACL:          "GETA",
+	jute.OpSetACL:          "SETA",
+	jute.OpGetChildren:     "GETC",
+	jute.OpGetChildren2:    "GETC",
+	jute.OpSync:            "SYNC",
+	jute.OpPing:            "PING",
+	jute.OpMulti:           "MULT",
+	jute.OpMultiRead:       "MLTR",
+	jute.OpCloseSession:    "CLOS",
+	jute.OpSetWatches:      "SETW",
+	jute.OpSetWatches2:     "SETW",
+	jute.OpCheckWatches:    "CHKW",
+	jute.OpRemoveWatches:   "REMW",
+	jute.OpAddWatch:        "ADDW",
+	jute.OpCheck:           "CHEC",
+}
+
+// opName returns the short name of op, "NA" for one without a name.
 func opName(op int32) string {
-	switch op {
-	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
-		return "CREA"
-	case jute.OpDelete:
-		return "DELE"
-	case jute.OpExists:
-		return "EXIS"
-	case jute.OpGetData:
-		return "GETD"
-	case jute.OpSetData:
-		return "SETD"
-	case jute.OpGetACL:
-		return "GETA"
-	case jute.OpSetACL:
-		return "SETA"
-	case jute.OpGetChildren, jute.OpGetChildren2:
-		return "GETC"
-	case jute.OpSync:
-		return "SYNC"
-	case jute.OpPing:
-		return "PING"
-	case jute.OpMulti:
-		return "MULT"
-	case jute.OpMultiRead:
-		return "MLTR"
-	case jute.OpCloseSession:
-		return "CLOS"
-	case jute.OpSetWatches, jute.OpSetWatches2:
-		return "SETW"
-	case jute.OpCheckWatches:
-		return "CHKW"
-	case jute.OpRemoveWatches:
-		return "REMW"
-	case jute.OpAddWatch:
-		return "ADDW"
-	case jute.OpCheck:
-		return "CHEC"
+	if name, ok := opNames[op]; ok {
+		return name
 	}
 	return "NA"
 }

@@ -17,11 +17,7 @@ import (
 // kazooScript exercises kazoo against the server named by argv[1]: it
 // prints one line per check and "DONE" at the end; any failure raises.
 const kazooScript = `
-import sys, threading
-from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, BadVersionError, NoNodeError
-zk = KazooClient(hosts=sys.argv[1], timeout=5)
-zk.start(timeout=10)
 zk.create("/kz", b"v0")
 try:
     zk.create("/kz", b"")
@@ -70,12 +66,7 @@ func TestKazooClient(t *testing.T) {
 		t.Skip(err)
 	}
 	s := zkserver.RunT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, interop.Python, "-I", "-c", kazooScript, s.Addr()).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "DONE") {
-		t.Fatalf("kazoo: %v\n%s", err, out)
-	}
+	out := runKazoo(t, kazooScript, s.Addr())
 	for _, want := range []string{
 		"nodeexists ok", "event CHANGED /kz", "badversion ok", "sequential /kz/e-0000000000",
 		"transaction /kz/t1 True 1", "failed transaction ['RolledBackError', 'NoNodeError'] True", "deleted ok",

@@ -28,12 +28,9 @@ func (s *Server) read(c *conn, r *jute.Request) (int32, []byte) {
 	case jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2:
 		return s.readNode(c, r)
 	case jute.OpGetACL:
-		n := s.tree.lookup(r.Path)
-		if n == nil {
-			return jute.ErrNoNode, nil
-		}
-		if !allowed(n.acl, c.auth, jute.PermRead|jute.PermAdmin) {
-			return jute.ErrNoAuth, nil
+		n, code := s.permitted(c, r.Path, jute.PermRead|jute.PermAdmin)
+		if code != 0 {
+			return code, nil
 		}
 		acl := n.acl
 		if !allowed(n.acl, c.auth, jute.PermAdmin) {
@@ -50,12 +47,8 @@ func (s *Server) read(c *conn, r *jute.Request) (int32, []byte) {
 		}
 		e.Strings(orEmpty(s.tree.sessionEphemerals(c.sess.id, prefix)))
 	case jute.OpGetAllChildrenNumber:
-		n := s.tree.lookup(r.Path)
-		if n == nil {
-			return jute.ErrNoNode, nil
-		}
-		if !allowed(n.acl, c.auth, jute.PermRead) {
-			return jute.ErrNoAuth, nil
+		if _, code := s.permitted(c, r.Path, jute.PermRead); code != 0 {
+			return code, nil
 		}
 		p := r.Path
 		if p == "" {
@@ -77,14 +70,9 @@ func (s *Server) read(c *conn, r *jute.Request) (int32, []byte) {
 			return jute.ErrNoWatcher, nil
 		}
 	case jute.OpAddWatch:
-		m := modePersist
-		if r.Mode == jute.AddWatchPersistentRecursive {
-			m = modeRecursive
-		} else if r.Mode != jute.AddWatchPersistent {
-			return jute.ErrBadArguments, nil
+		if code := s.addWatch(c, r); code != 0 {
+			return code, nil
 		}
-		s.watches.add(true, r.Path, c, m)
-		s.watches.add(false, r.Path, c, m)
 		e.Int32(0)
 	case jute.OpMultiRead:
 		return 0, s.multiRead(c, r)
@@ -97,12 +85,9 @@ func (s *Server) read(c *conn, r *jute.Request) (int32, []byte) {
 // readNode answers getData, getChildren and getChildren2. As in
 // ZooKeeper, the path is not validated: it names a node or not.
 func (s *Server) readNode(c *conn, r *jute.Request) (int32, []byte) {
-	n := s.tree.lookup(r.Path)
-	if n == nil {
-		return jute.ErrNoNode, nil
-	}
-	if !allowed(n.acl, c.auth, jute.PermRead) {
-		return jute.ErrNoAuth, nil
+	n, code := s.permitted(c, r.Path, jute.PermRead)
+	if code != 0 {
+		return code, nil
 	}
 	e := &jute.Encoder{}
 	if r.Op == jute.OpGetData {
@@ -142,72 +127,4 @@ func redactDigests(acl []jute.ACL) []jute.ACL {
 		out[i] = a
 	}
 	return out
-}
-
-// removeWatches removes c's watches of the given type on path, or, for
-// checkWatches (remove false), looks for them, and reports whether there
-// was one. checkWatches answers as ZooKeeper 3.8 does: whether any
-// connection watches path in the table asked for (its
-// WatchManager.containsWatcher does not compare the watchers with the
-// asking connection); removeWatches removes only c's.
-func (s *Server) removeWatches(c *conn, path string, typ int32, remove bool) bool {
-	found := false
-	for _, isData := range []bool{true, false} {
-		if isData && typ == jute.WatcherChildren || !isData && typ == jute.WatcherData {
-			continue
-		}
-		if !remove {
-			found = found || s.watches.watched(isData, path)
-			continue
-		}
-		if s.watches.remove(isData, path, c) {
-			found = true
-		}
-	}
-	return found
-}
-
-// setWatches restores a reconnecting client's watches, first firing the
-// events it missed since relativeZxid.
-func (s *Server) setWatches(c *conn, r *jute.Request) {
-	for _, p := range r.DataWatches {
-		switch n := s.tree.nodes[p]; {
-		case n == nil:
-			s.notify(c, jute.EventNodeDeleted, p)
-		case n.stat.Mzxid > r.RelativeZxid:
-			s.notify(c, jute.EventNodeDataChanged, p)
-		default:
-			s.watches.add(true, p, c, modeStandard)
-		}
-	}
-	for _, p := range r.ExistWatches {
-		if s.tree.nodes[p] != nil {
-			s.notify(c, jute.EventNodeCreated, p)
-		} else {
-			s.watches.add(true, p, c, modeStandard)
-		}
-	}
-	for _, p := range r.ChildWatches {
-		switch n := s.tree.nodes[p]; {
-		case n == nil:
-			s.notify(c, jute.EventNodeDeleted, p)
-		case n.stat.Pzxid > r.RelativeZxid:
-			s.notify(c, jute.EventNodeChildrenChanged, p)
-		default:
-			s.watches.add(false, p, c, modeStandard)
-		}
-	}
-	for _, p := range r.PersistWatches {
-		s.watches.add(true, p, c, modePersist)
-		s.watches.add(false, p, c, modePersist)
-	}
-	for _, p := range r.RecursiveWatches {
-		s.watches.add(true, p, c, modeRecursive)
-		s.watches.add(false, p, c, modeRecursive)
-	}
-}
-
-func (s *Server) notify(c *conn, typ int32, path string) {
-	c.notify(typ, path)
-	s.counters.events++
 }

@@ -17,8 +17,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-var openACL = zk.WorldACL(zk.PermAll)
-
 func TestGoClientOperations(t *testing.T) {
 	s := zkserver.RunT(t)
 	c, _ := zkConnect(t, s.Addr())

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 // session is a client session; it outlives connections.
@@ -35,6 +37,62 @@ func (s *Server) newSessionID() int64 {
 	}
 	s.nextSession++
 	return s.nextSession
+}
+
+// connect answers a ConnectRequest and reports whether the connection
+// goes on.
+func (s *Server) connect(c *conn, req *jute.ConnectRequest) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.countRecv()
+	if s.err != nil {
+		return false // failed: nothing more is acknowledged
+	}
+	if req.LastZxidSeen > s.zxid {
+		return false // the client has seen a future: ZooKeeper refuses silently
+	}
+	resp := jute.ConnectResponse{HasReadOnly: req.HasReadOnly, Passwd: make([]byte, 16)}
+	timeout := s.opts.negotiate(req.TimeOut)
+	now := time.Now()
+	var sess *session
+	if req.SessionID != 0 {
+		sess = s.sessions[req.SessionID]
+		if sess == nil || string(sess.passwd) != string(req.Passwd) {
+			s.sendConnect(c, &resp)
+			c.closeAfterFlush()
+			return false
+		}
+		if old := sess.conn; old != nil && old != c {
+			old.sess = nil
+			s.watches.removeConn(old)
+			old.closeNow()
+		}
+	} else {
+		id := s.newSessionID()
+		sess = &session{id: id, passwd: s.password(id)}
+		s.sessions[id] = sess
+		s.zxid++ // createSession is a transaction
+		sess.timeout = timeout
+		if s.wal != nil {
+			s.logRecord(sessionRecord(s.zxid, sess))
+		}
+	}
+	sess.timeout = timeout
+	sess.touch(now)
+	sess.conn = c
+	c.sess, c.sid = sess, sess.id
+	resp.TimeOut = int32(timeout / time.Millisecond)
+	resp.SessionID = sess.id
+	resp.Passwd = sess.passwd
+	s.sendConnect(c, &resp)
+	return true
+}
+
+func (s *Server) sendConnect(c *conn, resp *jute.ConnectResponse) {
+	e := jute.NewFrameEncoder()
+	resp.Encode(e)
+	c.countSent()
+	c.send(e.Frame())
 }
 
 // expireSessions closes every session whose deadline has passed. It is

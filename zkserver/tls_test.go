@@ -2,13 +2,8 @@ package zkserver_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"crypto/x509/pkix"
-	"math/big"
 	"net"
 	"strings"
 	"testing"
@@ -18,126 +13,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zkserver"
 )
-
-// testCA is a throwaway certificate authority for TLS tests.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newTestCA(t testing.TB) *testCA {
-	t.Helper()
-	key, cert := issue(t, &x509.Certificate{
-		Subject:               pkix.Name{CommonName: "zkserver test CA"},
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}, nil, nil)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pool: pool}
-}
-
-// issue creates a key and a certificate from template, signed by parent
-// (self-signed if nil).
-func issue(t testing.TB, template, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*ecdsa.PrivateKey, *x509.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	template.SerialNumber, _ = rand.Int(rand.Reader, big.NewInt(1<<62))
-	template.NotBefore = time.Now().Add(-time.Hour)
-	template.NotAfter = time.Now().Add(24 * time.Hour)
-	if parent == nil {
-		parent, parentKey = template, key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key, cert
-}
-
-// serverCert returns a certificate for 127.0.0.1.
-func (ca *testCA) serverCert(t testing.TB) tls.Certificate {
-	key, cert := issue(t, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "zkserver test server"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}, ca.cert, ca.key)
-	return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}
-}
-
-// clientCert returns a client certificate with the given subject.
-func (ca *testCA) clientCert(t testing.TB, subject pkix.Name) tls.Certificate {
-	key, cert := issue(t, &x509.Certificate{
-		Subject:     subject,
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, ca.cert, ca.key)
-	return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key, Leaf: cert}
-}
-
-// dialRawTLS opens a session over TLS.
-func dialRawTLS(t testing.TB, addr string, cfg *tls.Config) (*rawClient, error) {
-	t.Helper()
-	nc, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() { nc.Close() })
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
-	c := &rawClient{t: t, nc: nc}
-	req := jute.ConnectRequest{TimeOut: 4000, Passwd: make([]byte, 16)}
-	e := jute.NewFrameEncoder()
-	req.Encode(e)
-	if _, err := nc.Write(e.Frame()); err != nil {
-		return nil, err
-	}
-	p, err := jute.ReadFrame(nc, 1<<20)
-	if err != nil {
-		return nil, err
-	}
-	var resp jute.ConnectResponse
-	resp.Decode(jute.NewDecoder(p))
-	c.id, c.passwd, c.timeout = resp.SessionID, resp.Passwd, resp.TimeOut
-	return c, nil
-}
-
-func whoAmI(t testing.TB, c *rawClient) []string {
-	t.Helper()
-	f := c.call(jute.Request{Op: jute.OpWhoAmI})
-	d := jute.NewDecoder(f.body)
-	var ids []string
-	for range d.VectorLen(8) {
-		ids = append(ids, d.String()+":"+d.String())
-	}
-	return ids
-}
-
-// tlsServer starts zkserver with a secure port that requires client
-// certificates signed by ca.
-func tlsServer(t testing.TB, ca *testCA, plain string) *zkserver.Server {
-	t.Helper()
-	s := zkserver.NewServer(zkserver.Options{TLS: &tls.Config{
-		Certificates: []tls.Certificate{ca.serverCert(t)},
-		ClientCAs:    ca.pool,
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		MinVersion:   tls.VersionTLS12,
-	}})
-	if err := s.Start(plain); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
 
 // TestTLS: the secure port authenticates a client certificate's subject
 // under the x509 scheme, refuses a client without one, answers
@@ -207,19 +82,6 @@ func TestTLS(t *testing.T) {
 	}
 	if _, err := dialRawTLS(t, s.SecureAddr(), cfg); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func readAll(nc net.Conn) (string, error) {
-	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := nc.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			return b.String(), err
-		}
 	}
 }
 

@@ -53,6 +53,13 @@ func (w *watches) add(isData bool, path string, c *conn, m watchMode) {
 	set[c] = m
 }
 
+// addPersistent sets a persistent (or persistent recursive) watch of c on
+// path: in both tables, as in ZooKeeper.
+func (w *watches) addPersistent(path string, c *conn, m watchMode) {
+	w.add(true, path, c, m)
+	w.add(false, path, c, m)
+}
+
 func (w *watches) table(isData bool) watchTable {
 	if isData {
 		return w.data
@@ -164,4 +171,90 @@ func (w *watches) count() int {
 		n += len(set)
 	}
 	return n
+}
+
+// removeWatches removes c's watches of the given type on path, or, for
+// checkWatches (remove false), looks for them, and reports whether there
+// was one. checkWatches answers as ZooKeeper 3.8 does: whether any
+// connection watches path in the table asked for (its
+// WatchManager.containsWatcher does not compare the watchers with the
+// asking connection); removeWatches removes only c's.
+func (s *Server) removeWatches(c *conn, path string, typ int32, remove bool) bool {
+	found := false
+	for _, isData := range []bool{true, false} {
+		if isData && typ == jute.WatcherChildren || !isData && typ == jute.WatcherData {
+			continue
+		}
+		if !remove {
+			found = found || s.watches.watched(isData, path)
+			continue
+		}
+		if s.watches.remove(isData, path, c) {
+			found = true
+		}
+	}
+	return found
+}
+
+// setWatches restores a reconnecting client's watches, first firing the
+// events it missed since relativeZxid.
+func (s *Server) setWatches(c *conn, r *jute.Request) {
+	for _, p := range r.DataWatches {
+		s.restoreWatch(c, p, true, r.RelativeZxid)
+	}
+	for _, p := range r.ExistWatches {
+		if s.tree.nodes[p] != nil {
+			s.notify(c, jute.EventNodeCreated, p)
+		} else {
+			s.watches.add(true, p, c, modeStandard)
+		}
+	}
+	for _, p := range r.ChildWatches {
+		s.restoreWatch(c, p, false, r.RelativeZxid)
+	}
+	for _, p := range r.PersistWatches {
+		s.watches.addPersistent(p, c, modePersist)
+	}
+	for _, p := range r.RecursiveWatches {
+		s.watches.addPersistent(p, c, modeRecursive)
+	}
+}
+
+// restoreWatch sets c's one-shot data (isData) or child watch on the node
+// at p again, or, when the node is gone or its data (its children)
+// changed after relativeZxid, sends the event the client missed instead.
+func (s *Server) restoreWatch(c *conn, p string, isData bool, relativeZxid int64) {
+	n := s.tree.nodes[p]
+	if n == nil {
+		s.notify(c, jute.EventNodeDeleted, p)
+		return
+	}
+	changed, typ := n.stat.Mzxid, jute.EventNodeDataChanged
+	if !isData {
+		changed, typ = n.stat.Pzxid, jute.EventNodeChildrenChanged
+	}
+	if changed > relativeZxid {
+		s.notify(c, typ, p)
+		return
+	}
+	s.watches.add(isData, p, c, modeStandard)
+}
+
+// addWatch answers addWatch: a persistent, or persistent recursive, watch
+// of c on the request's path.
+func (s *Server) addWatch(c *conn, r *jute.Request) int32 {
+	m := modePersist
+	if r.Mode == jute.AddWatchPersistentRecursive {
+		m = modeRecursive
+	} else if r.Mode != jute.AddWatchPersistent {
+		return jute.ErrBadArguments
+	}
+	s.watches.addPersistent(r.Path, c, m)
+	return 0
+}
+
+// notify sends c a watch event and counts it.
+func (s *Server) notify(c *conn, typ int32, path string) {
+	c.notify(typ, path)
+	s.counters.events++
 }

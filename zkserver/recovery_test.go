@@ -1,127 +1,17 @@
 package zkserver_test
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"github.com/zkrecipes/zkrecipes/zkserver"
 )
-
-// startDurable starts a server on dir and addr, retrying while the old
-// port lingers.
-func startDurable(t *testing.T, opts zkserver.Options, addr string) *zkserver.Server {
-	t.Helper()
-	var err error
-	for range 50 {
-		s := zkserver.NewServer(opts)
-		if err = s.Start(addr); err == nil {
-			t.Cleanup(s.Close)
-			return s
-		}
-		s.Close()
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal(err)
-	return nil
-}
-
-// dump returns every node below /, except /zookeeper, with its data and
-// stat.
-func dump(t *testing.T, s *zkserver.Server) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	var walk func(p string)
-	walk = func(p string) {
-		data, err := s.Get(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := s.NodeStat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[p] = fmt.Sprintf("%q %+v", data, st)
-		kids, err := s.Children(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, k := range kids {
-			if p == "/" && k == "zookeeper" {
-				continue
-			}
-			walk(strings.TrimSuffix(p, "/") + "/" + k)
-		}
-	}
-	walk("/")
-	return out
-}
-
-func sameTree(t *testing.T, want, got map[string]string) {
-	t.Helper()
-	for p, w := range want {
-		if got[p] != w {
-			t.Errorf("%s: got %s, want %s", p, got[p], w)
-		}
-	}
-	for p := range got {
-		if _, ok := want[p]; !ok {
-			t.Errorf("%s: unexpected node %s", p, got[p])
-		}
-	}
-}
-
-// writeSome runs a mix of transactions from a client.
-func writeSome(t *testing.T, c *zk.Conn, prefix string) {
-	t.Helper()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, err := c.Create(prefix, []byte("root"), 0, openACL)
-	must(err)
-	_, err = c.Create(prefix+"/a", []byte("1"), 0, openACL)
-	must(err)
-	for i := range 3 {
-		_, err = c.Set(prefix+"/a", fmt.Appendf(nil, "v%d", i), -1)
-		must(err)
-	}
-	for range 3 {
-		_, err = c.Create(prefix+"/seq-", nil, zk.FlagSequence, openACL)
-		must(err)
-	}
-	must(c.Delete(prefix+"/seq-0000000001", -1))
-	_, err = c.SetACL(prefix+"/a", zk.WorldACL(zk.PermRead|zk.PermWrite), -1)
-	must(err)
-	_, err = c.Multi(&zk.CreateRequest{Path: prefix + "/m", Data: []byte("m"), Acl: openACL},
-		&zk.CreateRequest{Path: prefix + "/m/x", Acl: openACL},
-		&zk.SetDataRequest{Path: prefix, Data: []byte("r2"), Version: -1})
-	must(err)
-	_, err = c.Multi(&zk.DeleteRequest{Path: prefix + "/m/x", Version: -1},
-		&zk.DeleteRequest{Path: prefix + "/m", Version: -1},
-		&zk.CreateRequest{Path: prefix + "/m", Data: []byte("again"), Acl: openACL},
-		&zk.CreateRequest{Path: prefix + "/m/y", Acl: openACL},
-		&zk.CreateRequest{Path: prefix + "/gone", Acl: openACL},
-		&zk.DeleteRequest{Path: prefix + "/gone", Version: -1})
-	must(err)
-	_, err = c.Multi(&zk.CreateRequest{Path: prefix + "/never", Acl: openACL},
-		&zk.DeleteRequest{Path: prefix + "/nope", Version: -1})
-	if !errors.Is(err, zk.ErrNoNode) {
-		t.Fatalf("failed multi: %v", err)
-	}
-	_, err = c.Create(prefix+"/a", nil, 0, openACL) // a failed write takes a zxid too
-	if !errors.Is(err, zk.ErrNodeExists) {
-		t.Fatalf("create twice: %v", err)
-	}
-}
 
 func TestDataDirKeepsTreeAndZxid(t *testing.T) {
 	dir := t.TempDir()
@@ -134,8 +24,7 @@ func TestDataDirKeepsTreeAndZxid(t *testing.T) {
 	s.Close()
 	zxid = max(zxid, s.Zxid()) // closing the session is a transaction
 
-	s2 := startDurable(t, opts, "127.0.0.1:0")
-	sameTree(t, want, dump(t, s2))
+	s2 := reopen(t, opts, want)
 	if got := s2.Zxid(); got != zxid {
 		t.Fatalf("zxid after restart: %d, want %d", got, zxid)
 	}
@@ -167,34 +56,7 @@ func TestDataDirKeepsTreeAndZxid(t *testing.T) {
 	if err := s2.Create("/after-restart", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	want = dump(t, s2)
-	s2.Close()
-	s3 := startDurable(t, opts, "127.0.0.1:0")
-	sameTree(t, want, dump(t, s3))
-}
-
-func TestDataDirSnapshots(t *testing.T) {
-	dir := t.TempDir()
-	opts := zkserver.Options{DataDir: dir, SnapshotCount: 5}
-	s := startDurable(t, opts, "127.0.0.1:0")
-	c, _ := zkConnect(t, s.Addr())
-	writeSome(t, c, "/p")
-	for i := range 23 {
-		if _, err := c.Set("/p/m", fmt.Appendf(nil, "%d", i), -1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, zxid := dump(t, s), s.Zxid()
-	s.Close() // waits for a snapshot being written
-	names, _ := filepath.Glob(filepath.Join(dir, "*"))
-	if len(names) != 2 {
-		t.Fatalf("files in the DataDir: %v, want one snapshot and one log", names)
-	}
-	s2 := startDurable(t, opts, "127.0.0.1:0")
-	sameTree(t, want, dump(t, s2))
-	if len(s2.Sessions()) != 1 || s2.Zxid() != zxid {
-		t.Fatalf("sessions %v, zxid %d, want 1 session and zxid %d", s2.Sessions(), s2.Zxid(), zxid)
-	}
+	reload(t, s2, opts)
 }
 
 func TestDataDirTornTail(t *testing.T) {
@@ -220,8 +82,7 @@ func TestDataDirTornTail(t *testing.T) {
 	f.Write([]byte{0, 0, 0, 100, 1, 2, 3, 4, 1, 1, 0})
 	f.Close()
 
-	s2 := startDurable(t, opts, "127.0.0.1:0")
-	sameTree(t, want, dump(t, s2))
+	s2 := reopen(t, opts, want)
 	if s2.Zxid() != zxid {
 		t.Fatalf("zxid %d, want %d", s2.Zxid(), zxid)
 	}
@@ -239,17 +100,13 @@ func TestDataDirTornTail(t *testing.T) {
 	}
 	b[len(b)-1] ^= 1
 	os.WriteFile(logs[0], b, 0o644)
-	s3 := startDurable(t, opts, "127.0.0.1:0")
-	sameTree(t, before, dump(t, s3))
+	s3 := reopen(t, opts, before)
 
 	// Appending after a torn tail works.
 	if err := s3.Create("/later2", nil); err != nil {
 		t.Fatal(err)
 	}
-	want = dump(t, s3)
-	s3.Close()
-	s4 := startDurable(t, opts, "127.0.0.1:0")
-	sameTree(t, want, dump(t, s4))
+	reload(t, s3, opts)
 }
 
 func TestDataDirEphemeralSurvivesQuickRestart(t *testing.T) {
@@ -335,30 +192,55 @@ func TestDataDirSessionExpiresAfterRestart(t *testing.T) {
 	}
 }
 
-// TestDataDirDurableBeforeReply copies the DataDir of a running server
-// right after each reply, as a crash would leave it, and loads the copy.
-func TestDataDirDurableBeforeReply(t *testing.T) {
+// TestDataDirNullData: null data stays null, and empty data empty,
+// through the log, through a snapshot, and to a client after a restart.
+func TestDataDirNullData(t *testing.T) {
 	dir := t.TempDir()
-	s := startDurable(t, zkserver.Options{DataDir: dir}, "127.0.0.1:0")
-	c, _ := zkConnect(t, s.Addr())
-	for i := range 20 {
-		p := fmt.Sprintf("/d%d", i)
-		if _, err := c.Create(p, []byte("x"), 0, openACL); err != nil {
-			t.Fatal(err)
+	opts := zkserver.Options{DataDir: dir, SnapshotCount: 1 << 30}
+	s := startDurable(t, opts, "127.0.0.1:0")
+	a := newRaw(t, s.Addr())
+	for _, req := range []jute.Request{
+		nullCreate(jute.OpCreate, "/null", 0),
+		create("/empty", "", 0),
+		create("/set-null", "x", 0),
+		{Op: jute.OpSetData, Path: "/set-null", Data: nil, Version: -1},
+		nullCreate(jute.OpCreate, "/set-empty", 0),
+		setData("/set-empty", "", -1),
+		multi(nullCreate(jute.OpCreate2, "/multi-null", 0), create("/multi-empty", "", 0)),
+	} {
+		if f := a.call(req); f.hdr.Err != 0 {
+			t.Fatalf("op %d %s: error %d", req.Op, req.Path, f.hdr.Err)
 		}
-		crashed := t.TempDir()
-		names, _ := filepath.Glob(filepath.Join(dir, "*"))
-		for _, name := range names {
-			b, err := os.ReadFile(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			os.WriteFile(filepath.Join(crashed, filepath.Base(name)), b, 0o644)
-		}
-		s2 := startDurable(t, zkserver.Options{DataDir: crashed}, "127.0.0.1:0")
-		if !s2.Exists(p) {
-			t.Fatalf("%s replied but not in the log", p)
-		}
-		s2.Close()
 	}
+	if err := s.Create("/helper-null", nil); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{ // path: null
+		"/null": true, "/empty": false, "/set-null": true, "/set-empty": false,
+		"/multi-null": true, "/multi-empty": false, "/helper-null": true,
+	}
+	check := func(s *zkserver.Server, how string) {
+		t.Helper()
+		c := newRaw(t, s.Addr())
+		for p, null := range want {
+			data, err := s.Get(p)
+			if err != nil || (data == nil) != null || len(data) != 0 {
+				t.Errorf("%s: Get(%s) = %#v, %v; want null %v", how, p, data, err, null)
+			}
+			f := c.call(getData(p, false))
+			got := jute.NewDecoder(f.body).Buffer()
+			if f.hdr.Err != 0 || (got == nil) != null {
+				t.Errorf("%s: getData %s: error %d, data %#v; want null %v", how, p, f.hdr.Err, got, null)
+			}
+		}
+	}
+	check(s, "running")
+	s.Close()
+	s = startDurable(t, opts, "127.0.0.1:0") // the log replayed
+	check(s, "after the log's replay")
+	s.Close()
+	// That start wrote the state to a snapshot and began an empty log,
+	// to which only the checking client's session was added.
+	s = startDurable(t, opts, "127.0.0.1:0") // the snapshot alone
+	check(s, "after loading the snapshot")
 }
