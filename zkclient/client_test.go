@@ -577,3 +577,30 @@ func TestSuspendedBeforeLossReported(t *testing.T) {
 		}
 	}
 }
+
+// TestEndedContextSendsNothing: a blocking call whose context has already
+// ended returns the context's error and sends nothing (a create made
+// nothing, however fast the server would have answered).
+func TestEndedContextSendsNothing(t *testing.T) {
+	e := newEnv(t)
+	c := e.connect()
+	defer c.Close()
+	done, cancel := context.WithCancel(e.ctx)
+	cancel()
+	p := e.base + "/never"
+	for i := range 50 {
+		if _, err := c.Create(done, fmt.Sprintf("%s-%d", p, i), nil, zkclient.Persistent, all); !errors.Is(err, context.Canceled) {
+			t.Fatalf("create %d with an ended context: %v", i, err)
+		}
+	}
+	if _, _, _, err := c.GetW(done, e.base); !errors.Is(err, context.Canceled) {
+		t.Errorf("GetW with an ended context: %v", err)
+	}
+	if _, err := c.Multi(done, c.CreateOp(p, nil, zkclient.Persistent, all)); !errors.Is(err, context.Canceled) {
+		t.Errorf("Multi with an ended context: %v", err)
+	}
+	names, _, err := c.Children(e.ctx, e.base)
+	if err != nil || len(names) != 0 {
+		t.Errorf("children of %s after the calls: %v %v", e.base, names, err)
+	}
+}

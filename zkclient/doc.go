@@ -2,7 +2,9 @@
 // connections to the members of an ensemble, with every call taking a
 // context, requests pipelined in order on one connection, one-shot and
 // persistent watches that never drop an event, and the session's life
-// reported as a stream of states.
+// reported as a stream of states. A blocking call whose context has
+// already ended returns the context's error and sends nothing, so its
+// outcome is known: nothing was done.
 //
 // It speaks ZooKeeper 3.5 to 3.9's wire protocol (internal/jute): TLS
 // (secureClientPort), digest and other auth schemes, SASL (WithSASL:

@@ -80,6 +80,9 @@ func (c *Client) MultiAsync(ops ...Op) *Call[[]OpResult] {
 // own (operations after it: ErrRuntimeInconsistency; before it: nil, as
 // they were rolled back).
 func (c *Client) Multi(ctx context.Context, ops ...Op) ([]OpResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	res, err := c.MultiAsync(ops...).Wait(ctx)
 	if err != nil {
 		return nil, err
@@ -161,6 +164,9 @@ type ReadResult struct {
 // MultiRead runs the reads in one request (ZooKeeper 3.6+); each succeeds
 // or fails on its own, and all see the same state of the tree.
 func (c *Client) MultiRead(ctx context.Context, ops ...ReadOp) ([]ReadResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	r := &jute.Request{Op: jute.OpMultiRead, Ops: make([]jute.Request, len(ops))}
 	for i, o := range ops {
 		if o.err != nil {

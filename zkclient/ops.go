@@ -150,6 +150,9 @@ func (c *Client) createAsync(path string, data []byte, mode CreateMode, acl []AC
 // sequential node, with its number appended). It fails with ErrNodeExists,
 // ErrNoNode (the parent is missing), ErrNoChildrenForEphemerals.
 func (c *Client) Create(ctx context.Context, path string, data []byte, mode CreateMode, acl []ACL) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
 	v, err := c.CreateAsync(path, data, mode, acl).Wait(ctx)
 	return v.Path, err
 }
@@ -169,6 +172,9 @@ func (c *Client) CreateTTLAsync(path string, data []byte, mode CreateMode, acl [
 
 // CreateTTL is CreateTTLAsync, waited for.
 func (c *Client) CreateTTL(ctx context.Context, path string, data []byte, mode CreateMode, acl []ACL, ttl time.Duration) (Created, error) {
+	if err := ctx.Err(); err != nil {
+		return Created{}, err
+	}
 	return c.CreateTTLAsync(path, data, mode, acl, ttl).Wait(ctx)
 }
 
@@ -181,6 +187,9 @@ func (c *Client) DeleteAsync(path string, version int32) *Call[struct{}] {
 // Delete deletes path if its version is version (-1: any). It fails with
 // ErrNoNode, ErrBadVersion, ErrNotEmpty.
 func (c *Client) Delete(ctx context.Context, path string, version int32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	_, err := c.DeleteAsync(path, version).Wait(ctx)
 	return err
 }
@@ -194,6 +203,9 @@ func (c *Client) ExistsAsync(path string) *Call[Stat] {
 
 // Exists returns path's Stat and true, or false if there is no such node.
 func (c *Client) Exists(ctx context.Context, path string) (Stat, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return Stat{}, false, err
+	}
 	st, err := c.ExistsAsync(path).Wait(ctx)
 	if errors.Is(err, ErrNoNode) {
 		return Stat{}, false, nil
@@ -210,6 +222,9 @@ func (c *Client) GetAsync(path string) *Call[Node] {
 // Get returns path's data (nil if it holds none) and Stat. It fails with
 // ErrNoNode, ErrNoAuth.
 func (c *Client) Get(ctx context.Context, path string) ([]byte, Stat, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, Stat{}, err
+	}
 	n, err := c.GetAsync(path).Wait(ctx)
 	return n.Data, n.Stat, err
 }
@@ -223,6 +238,9 @@ func (c *Client) SetAsync(path string, data []byte, version int32) *Call[Stat] {
 // Set writes path's data if its version is version (-1: any) and returns
 // the new Stat. It fails with ErrNoNode, ErrBadVersion.
 func (c *Client) Set(ctx context.Context, path string, data []byte, version int32) (Stat, error) {
+	if err := ctx.Err(); err != nil {
+		return Stat{}, err
+	}
 	return c.SetAsync(path, data, version).Wait(ctx)
 }
 
@@ -235,12 +253,18 @@ func (c *Client) ChildrenAsync(path string) *Call[Listing] {
 // Children returns the names of path's children and path's Stat (its
 // Pzxid is the zxid of the last change to the children).
 func (c *Client) Children(ctx context.Context, path string) ([]string, Stat, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, Stat{}, err
+	}
 	l, err := c.ChildrenAsync(path).Wait(ctx)
 	return l.Names, l.Stat, err
 }
 
 // GetACL returns path's ACL and Stat.
 func (c *Client) GetACL(ctx context.Context, path string) ([]ACL, Stat, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, Stat{}, err
+	}
 	type result struct {
 		acl []ACL
 		st  Stat
@@ -256,6 +280,9 @@ func (c *Client) GetACL(ctx context.Context, path string) ([]ACL, Stat, error) {
 
 // SetACL replaces path's ACL if its ACL version is version (-1: any).
 func (c *Client) SetACL(ctx context.Context, path string, acl []ACL, version int32) (Stat, error) {
+	if err := ctx.Err(); err != nil {
+		return Stat{}, err
+	}
 	return start(c, "setACL", path, checkPath(path, false),
 		&jute.Request{Op: jute.OpSetACL, Path: c.toServer(path), ACL: encodeACL(acl), Version: version}, decodeStat).Wait(ctx)
 }
@@ -264,6 +291,9 @@ func (c *Client) SetACL(ctx context.Context, path string, acl []ACL, version int
 // leader on path before answering: a read after Sync sees every write
 // committed before Sync was sent.
 func (c *Client) Sync(ctx context.Context, path string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	_, err := start[struct{}](c, "sync", path, checkPath(path, false),
 		&jute.Request{Op: jute.OpSync, Path: c.toServer(path)}, nil).Wait(ctx)
 	return err
@@ -271,6 +301,9 @@ func (c *Client) Sync(ctx context.Context, path string) error {
 
 // AllChildrenNumber returns the number of nodes below path, at every depth.
 func (c *Client) AllChildrenNumber(ctx context.Context, path string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	n, err := start(c, "getAllChildrenNumber", path, checkPath(path, false),
 		&jute.Request{Op: jute.OpGetAllChildrenNumber, Path: c.toServer(path)},
 		func(d *jute.Decoder, v *int32) { *v = d.Int32() }).Wait(ctx)
@@ -280,6 +313,9 @@ func (c *Client) AllChildrenNumber(ctx context.Context, path string) (int, error
 // Ephemerals returns the paths of this session's ephemeral nodes that
 // start with prefix ("/" for all).
 func (c *Client) Ephemerals(ctx context.Context, prefix string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return start(c, "getEphemerals", prefix, checkPath(prefix, false),
 		&jute.Request{Op: jute.OpGetEphemerals, Path: c.toServer(prefix)},
 		func(d *jute.Decoder, v *[]string) {
@@ -293,6 +329,9 @@ func (c *Client) Ephemerals(ctx context.Context, prefix string) ([]string, error
 // WhoAmI returns the identities the server has authenticated this session
 // as (ZooKeeper 3.7+).
 func (c *Client) WhoAmI(ctx context.Context) ([]ClientInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return start(c, "whoAmI", "", nil, &jute.Request{Op: jute.OpWhoAmI},
 		func(d *jute.Decoder, v *[]ClientInfo) {
 			n := d.VectorLen(8)
@@ -307,6 +346,9 @@ func (c *Client) WhoAmI(ctx context.Context) ([]ClientInfo, error) {
 // after each reconnection. Refused credentials end the session
 // (StateAuthFailed) as ZooKeeper closes the connection.
 func (c *Client) AddAuth(ctx context.Context, scheme string, auth []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	a := authInfo{scheme, append([]byte(nil), auth...)}
 	c.mu.Lock()
 	cn, err := c.cn, c.err
@@ -356,6 +398,9 @@ const (
 // CheckWatches asks the server whether this connection has a watch of
 // type t on path; it fails with ErrNoWatcher if not.
 func (c *Client) CheckWatches(ctx context.Context, path string, t WatcherType) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	_, err := start[struct{}](c, "checkWatches", path, checkPath(path, false),
 		&jute.Request{Op: jute.OpCheckWatches, Path: c.toServer(path), Mode: int32(t)}, nil).Wait(ctx)
 	return err

@@ -55,6 +55,9 @@ func waitWatch[T any](ctx context.Context, c *Client, call *Call[T], w *Watch) (
 // fails with ErrNoNode and sets no watch: a waiter watching its
 // predecessor this way cannot miss a deletion that came first.
 func (c *Client) GetW(ctx context.Context, path string) ([]byte, Stat, *Watch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, Stat{}, nil, err
+	}
 	call, w := startWatch(c, "get", path, &jute.Request{Op: jute.OpGetData, Path: c.toServer(path)}, decodeNode, kindData, false)
 	n, w, err := waitWatch(ctx, c, call, w)
 	return n.Data, n.Stat, w, err
@@ -63,6 +66,9 @@ func (c *Client) GetW(ctx context.Context, path string) ([]byte, Stat, *Watch, e
 // ExistsW reports whether path exists and sets a one-shot watch that fires
 // when it is created, changed or deleted.
 func (c *Client) ExistsW(ctx context.Context, path string) (Stat, bool, *Watch, error) {
+	if err := ctx.Err(); err != nil {
+		return Stat{}, false, nil, err
+	}
 	call, w := startWatch(c, "exists", path, &jute.Request{Op: jute.OpExists, Path: c.toServer(path)}, decodeStat, kindData, true)
 	st, err := call.Wait(ctx)
 	switch {
@@ -80,6 +86,9 @@ func (c *Client) ExistsW(ctx context.Context, path string) (Stat, bool, *Watch, 
 // that fires when a child is created or deleted, or path is deleted. It
 // fails with ErrNoNode, setting no watch, if path does not exist.
 func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, Stat, *Watch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, Stat{}, nil, err
+	}
 	call, w := startWatch(c, "children", path, &jute.Request{Op: jute.OpGetChildren2, Path: c.toServer(path)}, decodeListing, kindChild, false)
 	l, w, err := waitWatch(ctx, c, call, w)
 	return l.Names, l.Stat, w, err
@@ -91,6 +100,9 @@ func (c *Client) ChildrenW(ctx context.Context, path string) ([]string, Stat, *W
 // set later on the same path by this client replaces the persistent one on
 // the server (fixed in 3.9): watch that path one way only.
 func (c *Client) AddWatch(ctx context.Context, path string, recursive bool) (*PersistentWatch, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err := checkPath(path, false); err != nil {
 		return nil, &OpError{Op: "addWatch", Path: path, Err: err}
 	}
