@@ -18,9 +18,7 @@ func TestMutexParentContainerRemoved(t *testing.T) {
 	e := newEnvOn(t, []string{srv.Addr()})
 	ctx := ctxTimeout(t, time.Minute)
 	lock := e.path + "/lock"
-	p, err := zktest.NewProxy(srv.Addr())
-	must(t, err, "proxy")
-	t.Cleanup(func() { p.Close() })
+	p := zktest.NewProxyT(t, srv.Addr())
 	m := zkrecipes.NewMutex(e.sessionOn([]string{p.Addr()}), lock)
 
 	for _, forward := range []bool{false, true} {

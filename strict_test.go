@@ -101,9 +101,7 @@ func TestStrictSlowLinkStalledMember(t *testing.T) {
 	for _, delay := range []time.Duration{700 * time.Millisecond, 1100 * time.Millisecond} {
 		t.Run(fmt.Sprint(delay), func(t *testing.T) {
 			e := newEnvOn(t, []string{cluster.Addr(o)})
-			px, err := zktest.NewProxy(cluster.Addr(h))
-			must(t, err, "proxy")
-			t.Cleanup(func() { px.Close() })
+			px := zktest.NewProxyT(t, cluster.Addr(h))
 			strictTrial(t, e, px, []string{cluster.Addr(o)}, delay,
 				func() { must(t, cluster.Pause(h), "pause member %d", h) },
 				func() { must(t, cluster.Resume(h), "resume member %d", h); px.Pass() })

@@ -13,11 +13,7 @@ import (
 )
 
 func TestInspect(t *testing.T) {
-	proxy, err := zktest.NewProxy(servers(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
+	proxy := zktest.NewProxyT(t, servers(t))
 	path := testPath(t, "lock")
 
 	// The holder talks through the proxy; cutting it leaves its session

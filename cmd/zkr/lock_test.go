@@ -170,11 +170,7 @@ while :; do sleep 0.05; done`, false, "stopped the command (killed by SIGKILL)"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			proxy, err := zktest.NewProxy(servers(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { proxy.Close() })
+			proxy := zktest.NewProxyT(t, servers(t))
 			dir := t.TempDir()
 			path := testPath(t, "lock")
 			p := start(t, []string{"D=" + dir}, "lock", "--servers", proxy.Addr(), "--session-timeout", "3s", "--grace", "500ms",
