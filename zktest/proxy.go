@@ -16,14 +16,16 @@ const (
 	modePass mode = iota
 	modeDelay
 	modePause
+	modePauseReplies
 	modeBlackhole
 )
 
 // Proxy is a TCP proxy for putting faults between one ZooKeeper client and
 // one server. It accepts connections on a loopback address and connects
 // each to the current target. Forwarding is switched for all connections
-// at once, current and new, by Pass, Delay, Pause and Blackhole. Cut and
-// CutOnRequest break connections, and Refuse turns new ones away.
+// at once, current and new, by Pass, Delay, Pause, PauseReplies and
+// Blackhole. Cut and CutOnRequest break connections, and Refuse turns new
+// ones away.
 //
 // In the client-to-server direction the proxy reads whole ZooKeeper frames
 // (a 4-byte big-endian length and the record) and forwards each in one
@@ -106,6 +108,14 @@ func (p *Proxy) Delay(d time.Duration) {
 // reading and buffers them, and connections stay open. Pass (or Delay)
 // releases the bytes in order; Cut discards them.
 func (p *Proxy) Pause() { p.setMode(modePause, 0) }
+
+// PauseReplies makes the proxy hold the bytes from the server (answers,
+// watch events) while it forwards the client's requests: the server
+// applies them and the client hears nothing back, as when an answer is
+// late. Pass (or Delay) releases the held bytes in order; Cut discards
+// them. Held for long, the client's pings go unanswered too and it drops
+// the connection.
+func (p *Proxy) PauseReplies() { p.setMode(modePauseReplies, 0) }
 
 // Blackhole makes the proxy read and silently drop all bytes in both
 // directions, including bytes held by Pause or Delay; connections stay

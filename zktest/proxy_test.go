@@ -108,6 +108,32 @@ func TestProxyPause(t *testing.T) {
 	}
 }
 
+func TestProxyPauseReplies(t *testing.T) {
+	checkLeaks(t)
+	p, via, direct := proxied(t)
+	path := testPath("proxy-pause-replies")
+	p.PauseReplies()
+	res := async(func() error {
+		_, err := via.Create(path, nil, 0, openACL)
+		return err
+	})
+	// The request goes through: the node appears while its answer is held.
+	for deadline := time.Now().Add(10 * time.Second); !exists(t, direct, path); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("request did not reach the server with replies paused")
+		}
+	}
+	select {
+	case err := <-res:
+		t.Fatalf("request completed (%v) with its answer held", err)
+	default:
+	}
+	p.Pass()
+	if err := result(t, res); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestProxyDelay(t *testing.T) {
 	checkLeaks(t)
 	p, via, _ := proxied(t)

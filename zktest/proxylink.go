@@ -197,6 +197,10 @@ func (l *link) next(pp *pipe) (c chunk, wait time.Duration, ok bool) {
 	switch p.mode {
 	case modePause:
 		return chunk{}, waitForWake, true
+	case modePauseReplies:
+		if pp == l.down {
+			return chunk{}, waitForWake, true
+		}
 	case modeDelay:
 		if d := time.Until(c.at.Add(p.delay)); d > 0 {
 			return chunk{}, d, true
