@@ -318,6 +318,36 @@ func cutWhile(t *testing.T, p *zktest.Proxy, opcode int32, trap, what string, ca
 	return result(t, done, what)
 }
 
+// offerLate runs offer with the answer to its create held back by p
+// (PauseReplies): once the item is on the server, under dir (which must
+// exist: nothing else offer sends would be answered), and meanwhile has
+// run with the item's name, it ends offer's context, and only then does
+// answer decide the answer's fate (p.Pass lets it through). It returns
+// offer's error.
+func (e *env) offerLate(p *zktest.Proxy, dir string, offer func(context.Context) error, meanwhile func(item string), answer func()) error {
+	t := e.t
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	t.Cleanup(p.Pass) // before the session closes, whatever happened
+	p.PauseReplies()
+	done := async(func() error { return offer(ctx) })
+	var item string
+	e.waitFor("the offered item on the server", func() bool {
+		kids := e.children(dir)
+		if len(kids) == 0 {
+			return false
+		}
+		item = kids[0]
+		return true
+	})
+	blocked(t, done, "Offer with its answer held")
+	meanwhile(item)
+	cancel()
+	answer()
+	return result(t, done, "Offer")
+}
+
 // roundTrip makes sure every watch event the server sent to the sessions so
 // far is counted in their Stats.
 func roundTrip(t *testing.T, ss ...*zkrecipes.Session) {

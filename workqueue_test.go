@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkserver"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 var (
@@ -268,5 +269,91 @@ func TestQueueUnconfirmed(t *testing.T) {
 		if d, _, _ := e.admin.Get(path + "/" + k); string(d) != "d" {
 			t.Errorf("item %s = %q left in the queue", k, d)
 		}
+	}
+}
+
+// lateOffers gives the TestQueueOfferLate tests a queue (its path made
+// first, so that an Offer sends nothing but its create) on a session
+// behind a proxy, a consumer on a session of its own, and the offer of
+// item "x".
+func lateOffers(t *testing.T) (e *env, p *zktest.Proxy, path string, consumer *zkrecipes.Queue, offer func(context.Context) error) {
+	e = newEnv(t)
+	path = e.path + "/q"
+	e.mkdirs(path)
+	p = e.proxy()
+	q := zkrecipes.NewQueue(e.sessionOn([]string{p.Addr()}), path)
+	return e, p, path, zkrecipes.NewQueue(e.session(), path), func(ctx context.Context) error { return q.Offer(ctx, []byte("x")) }
+}
+
+// TestQueueOfferLateWithdrawn: an Offer whose context ends while the
+// answer to its create is late (the item is on the server) waits for the
+// answer and withdraws the item: it returns the context's error, and the
+// queue holds nothing.
+func TestQueueOfferLateWithdrawn(t *testing.T) {
+	e, p, path, _, offer := lateOffers(t)
+	err := e.offerLate(p, path, offer, func(string) {}, p.Pass)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
+		t.Errorf("Offer cancelled with its answer late = %v, want the context's error", err)
+	}
+	e.empty(path)
+}
+
+// TestQueueOfferLateTaken: as above, but a consumer takes the item before
+// the answer comes: it cannot be withdrawn, it was offered, and Offer
+// returns nil; the consumer had it, once.
+func TestQueueOfferLateTaken(t *testing.T) {
+	e, p, path, consumer, offer := lateOffers(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	err := e.offerLate(p, path, offer, func(string) {
+		data, err := consumer.Take(ctx)
+		must(t, err, "the consumer's Take")
+		if string(data) != "x" {
+			t.Errorf("the consumer took %q", data)
+		}
+	}, p.Pass)
+	if err != nil {
+		t.Errorf("Offer cancelled with its answer late, the item taken meanwhile = %v, want nil", err)
+	}
+	e.empty(path)
+}
+
+// TestQueueOfferLateLost: the late answer is lost with the connection
+// (and the session kept from reconnecting): Offer cannot tell whether the
+// item was added (it was) and says so with ErrWriteUnconfirmed, not with
+// the bare context's error.
+func TestQueueOfferLateLost(t *testing.T) {
+	e, p, path, consumer, offer := lateOffers(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	err := e.offerLate(p, path, offer, func(string) {}, func() {
+		p.Refuse(true)
+		p.Cut()
+	})
+	p.Pass()
+	p.Refuse(false)
+	if !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) || !errors.Is(err, context.Canceled) {
+		t.Errorf("Offer cancelled, its answer lost = %v, want ErrWriteUnconfirmed (of context.Canceled)", err)
+	}
+	if data, ok, err := consumer.Poll(ctx); err != nil || !ok || string(data) != "x" {
+		t.Errorf("Poll for the unconfirmed item = %q, %v, %v; want x", data, ok, err)
+	}
+}
+
+// TestQueueOfferLateWithdrawalLost: the answer comes, but the delete that
+// withdraws the item is lost (dropped, the connection cut): Offer cannot
+// tell its delete from a consumer's and says ErrWriteUnconfirmed; the item
+// is still there.
+func TestQueueOfferLateWithdrawalLost(t *testing.T) {
+	e, p, path, consumer, offer := lateOffers(t)
+	ctx := ctxTimeout(t, 30*time.Second)
+	err := e.offerLate(p, path, offer, func(string) {}, func() {
+		p.CutOnRequest(2, false) // delete, dropped
+		p.Pass()
+	})
+	closed(t, p.Tripped(), "the withdrawal's delete trap")
+	if !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) || !errors.Is(err, context.Canceled) {
+		t.Errorf("Offer cancelled, its withdrawal lost = %v, want ErrWriteUnconfirmed (of context.Canceled)", err)
+	}
+	if data, ok, err := consumer.Poll(ctx); err != nil || !ok || string(data) != "x" {
+		t.Errorf("Poll for the item not withdrawn = %q, %v, %v; want x", data, ok, err)
 	}
 }
