@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 var kazooConsumerID = regexp.MustCompile(`^[0-9a-f]{32}$`)
@@ -187,4 +188,45 @@ func TestLockingQueueConsumeAfterLost(t *testing.T) {
 		t.Errorf("b took %q", got.Data())
 	}
 	must(t, got.Consume(ctx), "b: Consume")
+}
+
+// lateLockingOffers is lateOffers for a LockingQueue: its two nodes made
+// first, the offer of item "x" behind a proxy, a consumer of its own.
+func lateLockingOffers(t *testing.T) (e *env, p *zktest.Proxy, path string, consumer *zkrecipes.LockingQueue, offer func(context.Context) error) {
+	e = newEnv(t)
+	path = e.path + "/q"
+	e.mkdirs(path + "/entries")
+	e.mkdirs(path + "/taken")
+	p = e.proxy()
+	q := zkrecipes.NewLockingQueue(e.sessionOn([]string{p.Addr()}), path)
+	return e, p, path, zkrecipes.NewLockingQueue(e.session(), path), func(ctx context.Context) error { return q.Offer(ctx, []byte("x")) }
+}
+
+// TestLockingQueueOfferLate: Offer goes the way of Queue.Offer when its
+// context ends while the answer to its create is late: with nobody
+// taking the item, it is withdrawn and Offer returns the context's error;
+// with a consumer that consumed it before the answer came, it was offered:
+// Offer returns nil.
+func TestLockingQueueOfferLate(t *testing.T) {
+	t.Run("withdrawn", func(t *testing.T) {
+		e, p, path, _, offer := lateLockingOffers(t)
+		err := e.offerLate(p, path+"/entries", offer, func(string) {}, p.Pass)
+		if !errors.Is(err, context.Canceled) || errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
+			t.Errorf("Offer cancelled with its answer late = %v, want the context's error", err)
+		}
+		e.empty(path + "/entries")
+	})
+	t.Run("consumed", func(t *testing.T) {
+		e, p, path, consumer, offer := lateLockingOffers(t)
+		ctx := ctxTimeout(t, 30*time.Second)
+		err := e.offerLate(p, path+"/entries", offer, func(string) {
+			it, err := consumer.Take(ctx)
+			must(t, err, "the consumer's Take")
+			must(t, it.Consume(ctx), "the consumer's Consume")
+		}, p.Pass)
+		if err != nil {
+			t.Errorf("Offer cancelled with its answer late, the item consumed meanwhile = %v, want nil", err)
+		}
+		e.empty(path + "/entries")
+	})
 }
