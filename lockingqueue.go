@@ -62,7 +62,9 @@ func (q *LockingQueue) ensure(ctx context.Context) error {
 
 // Offer adds an item at the back of the queue, with kazoo's default
 // priority (100), in one create; see Queue.Offer for what happens when ctx
-// ends or the connection breaks meanwhile.
+// ends or the connection breaks meanwhile (a consumer that has locked the
+// item has taken it: a cancelled Offer does not withdraw it from under
+// the lock).
 func (q *LockingQueue) Offer(ctx context.Context, data []byte) error {
 	return q.OfferPriority(ctx, data, kazooDefaultPriority)
 }
@@ -76,10 +78,30 @@ func (q *LockingQueue) OfferPriority(ctx context.Context, data []byte, priority 
 	if err := checkPriority(priority); err != nil {
 		return errorf("offer to %s: %w", q.dir, err)
 	}
-	if err := offerItem(ctx, q.s, q.entries, itemName(true, priority), data, q.ensure); err != nil {
+	if err := offerItem(ctx, q.s, q.entries, itemName(true, priority), data, q.ensure, q.withdraw); err != nil {
 		return errorf("offer to %s: %w", q.dir, err)
 	}
 	return nil
+}
+
+// withdraw is a LockingQueue's withdrawFunc. In one transaction it locks
+// the item p as a consumer would, and deletes the item and the lock: a
+// consumer's lock made first refuses it (the consumer has the item), and
+// no consumer can lock the item after it. A plain delete would take the
+// item from under a consumer holding it, whose Consume then succeeds on an
+// item its Offer reported not added.
+func (q *LockingQueue) withdraw(ctx context.Context, p string) (taken bool, err error) {
+	s, lock := q.s, q.taken+strings.TrimPrefix(p, q.entries)
+	s.stats.creates.Add(1)
+	s.stats.deletes.Add(2)
+	res, err := s.c.Multi(ctx, s.c.CreateOp(lock, q.id, zkclient.Ephemeral, s.acl), s.c.DeleteOp(p, -1), s.c.DeleteOp(lock, -1))
+	switch {
+	case err == nil:
+		return false, nil
+	case len(res) == 3 && (errors.Is(res[0].Err, zkclient.ErrNodeExists) || errors.Is(res[1].Err, zkclient.ErrNoNode)):
+		return true, nil // locked by a consumer, or consumed
+	}
+	return false, err
 }
 
 // Len returns the number of items in the queue, taken ones included.

@@ -205,8 +205,10 @@ func lateLockingOffers(t *testing.T) (e *env, p *zktest.Proxy, path string, cons
 // TestLockingQueueOfferLate: Offer goes the way of Queue.Offer when its
 // context ends while the answer to its create is late: with nobody
 // taking the item, it is withdrawn and Offer returns the context's error;
-// with a consumer that consumed it before the answer came, it was offered:
-// Offer returns nil.
+// with a consumer that consumed it, or one that holds it (locked, not yet
+// consumed), before the answer came, it was offered: Offer returns nil,
+// and the holder consumes it. With the withdrawal lost, Offer cannot tell:
+// ErrWriteUnconfirmed, and the item is still there.
 func TestLockingQueueOfferLate(t *testing.T) {
 	t.Run("withdrawn", func(t *testing.T) {
 		e, p, path, _, offer := lateLockingOffers(t)
@@ -215,6 +217,7 @@ func TestLockingQueueOfferLate(t *testing.T) {
 			t.Errorf("Offer cancelled with its answer late = %v, want the context's error", err)
 		}
 		e.empty(path + "/entries")
+		e.empty(path + "/taken")
 	})
 	t.Run("consumed", func(t *testing.T) {
 		e, p, path, consumer, offer := lateLockingOffers(t)
@@ -228,5 +231,39 @@ func TestLockingQueueOfferLate(t *testing.T) {
 			t.Errorf("Offer cancelled with its answer late, the item consumed meanwhile = %v, want nil", err)
 		}
 		e.empty(path + "/entries")
+	})
+	t.Run("held", func(t *testing.T) {
+		e, p, path, consumer, offer := lateLockingOffers(t)
+		ctx := ctxTimeout(t, 30*time.Second)
+		var it *zkrecipes.QueueItem
+		err := e.offerLate(p, path+"/entries", offer, func(string) {
+			var err error
+			it, err = consumer.Take(ctx)
+			must(t, err, "the consumer's Take")
+		}, p.Pass)
+		if err != nil {
+			t.Errorf("Offer cancelled with its answer late, the item held by a consumer meanwhile = %v, want nil", err)
+		}
+		if kids := e.children(path + "/entries"); len(kids) != 1 {
+			t.Errorf("items under the consumer's lock = %v, want the one it holds", kids)
+		}
+		must(t, it.Consume(ctx), "the holder's Consume")
+		e.empty(path + "/entries")
+		e.empty(path + "/taken")
+	})
+	t.Run("withdrawal lost", func(t *testing.T) {
+		e, p, path, consumer, offer := lateLockingOffers(t)
+		ctx := ctxTimeout(t, 30*time.Second)
+		err := e.offerLate(p, path+"/entries", offer, func(string) {}, func() {
+			p.CutOnRequest(14, false) // the withdrawal's multi, dropped
+			p.Pass()
+		})
+		closed(t, p.Tripped(), "the withdrawal's multi trap")
+		if !errors.Is(err, zkrecipes.ErrWriteUnconfirmed) || !errors.Is(err, context.Canceled) {
+			t.Errorf("Offer cancelled, its withdrawal lost = %v, want ErrWriteUnconfirmed (of context.Canceled)", err)
+		}
+		it, err := consumer.Take(ctx)
+		must(t, err, "Take of the item not withdrawn")
+		must(t, it.Consume(ctx), "Consume")
 	})
 }

@@ -98,22 +98,23 @@ func (q *Queue) offer(ctx context.Context, data []byte, priority int) error {
 		// server later removes it as an empty container.
 		ensure = func(ctx context.Context) error { return q.s.createIfMissing(ctx, q.dir, nil) }
 	}
-	if err := offerItem(ctx, q.s, q.dir, itemName(q.kazoo, priority), data, ensure); err != nil {
+	if err := offerItem(ctx, q.s, q.dir, itemName(q.kazoo, priority), data, ensure, q.s.deleteItem); err != nil {
 		return errorf("offer to %s: %w", q.dir, err)
 	}
 	return nil
 }
 
 // offerItem creates one item node dir/name<seq> with data; if dir is
-// missing, ensure makes it.
-func offerItem(ctx context.Context, s *Session, dir, name string, data []byte, ensure func(context.Context) error) error {
+// missing, ensure makes it. If ctx ends before the create's answer,
+// withdraw takes the item back (see offerCreate).
+func offerItem(ctx context.Context, s *Session, dir, name string, data []byte, ensure func(context.Context) error, withdraw withdrawFunc) error {
 	for missing := 0; ; missing++ {
 		// A create is not sent again once it may have been applied; made
 		// while the connection is down, it would fail unsent.
 		if err := s.awaitUp(ctx); err != nil {
 			return err
 		}
-		p, err := offerCreate(ctx, s, dir+"/"+name, data)
+		p, err := offerCreate(ctx, s, dir+"/"+name, data, withdraw)
 		switch {
 		case err == nil:
 			if seq, ok := parseSeq(p[len(p)-min(len(p), 10):]); !ok || seq < 0 {
@@ -143,7 +144,7 @@ func offerItem(ctx context.Context, s *Session, dir, name string, data []byte, e
 // path and no error when a consumer took the item before it could be
 // withdrawn (it was offered, and taken once), and an error wrapping
 // ErrWriteUnconfirmed when it cannot tell.
-func offerCreate(ctx context.Context, s *Session, p string, data []byte) (string, error) {
+func offerCreate(ctx context.Context, s *Session, p string, data []byte, withdraw withdrawFunc) (string, error) {
 	call := s.startCreate(p, data, zkclient.PersistentSequential)
 	r, err := call.Wait(ctx)
 	if err == nil || ctx.Err() == nil {
@@ -158,17 +159,30 @@ func offerCreate(ctx context.Context, s *Session, p string, data []byte) (string
 	case err != nil:
 		return "", ctx.Err() // refused: nothing was made
 	}
-	s.stats.deletes.Add(1)
-	// One attempt: after a lost answer a second one could not tell our
-	// delete from a consumer's.
-	err = s.c.Delete(cctx, r.Path, -1)
+	taken, err := withdraw(cctx, r.Path)
 	switch {
-	case err == nil:
-		return "", ctx.Err()
-	case errors.Is(err, zkclient.ErrNoNode):
+	case err != nil:
+		return "", unconfirmed(r.Path, fmt.Errorf("%w (withdrawing it: %v)", ctx.Err(), err))
+	case taken:
 		return r.Path, nil
 	}
-	return "", unconfirmed(r.Path, fmt.Errorf("%w (withdrawing it: %v)", ctx.Err(), err))
+	return "", ctx.Err()
+}
+
+// withdrawFunc deletes the item p of an Offer whose ctx ended, in one
+// attempt: after a lost answer a second one could not tell its own delete
+// from a consumer's. It reports taken if a consumer had the item first,
+// and an error when it cannot tell.
+type withdrawFunc func(ctx context.Context, p string) (taken bool, err error)
+
+// deleteItem is a Queue's withdrawFunc: one delete.
+func (s *Session) deleteItem(ctx context.Context, p string) (taken bool, err error) {
+	s.stats.deletes.Add(1)
+	err = s.c.Delete(ctx, p, -1)
+	if errors.Is(err, zkclient.ErrNoNode) {
+		return true, nil
+	}
+	return false, err
 }
 
 // Take removes the item at the front of the queue and returns its data,
