@@ -157,8 +157,8 @@ func drain(ctx context.Context, t *testing.T, pw *zkclient.PersistentWatch, node
 	}
 }
 
-// connectAny connects to the members not killed.
-func connectAny(ctx context.Context, t *testing.T, cluster *zktest.Cluster, killed map[int]bool) *zkclient.Client {
+// connectAny connects to the members not killed, with opts.
+func connectAny(ctx context.Context, t *testing.T, cluster *zktest.Cluster, killed map[int]bool, opts ...zkclient.Option) *zkclient.Client {
 	t.Helper()
 	var addrs []string
 	for i, a := range cluster.Addrs() {
@@ -166,7 +166,7 @@ func connectAny(ctx context.Context, t *testing.T, cluster *zktest.Cluster, kill
 			addrs = append(addrs, a)
 		}
 	}
-	c, err := zkclient.Connect(ctx, addrs, zkclient.WithSessionTimeout(6*time.Second))
+	c, err := zkclient.Connect(ctx, addrs, append([]zkclient.Option{zkclient.WithSessionTimeout(6 * time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,5 +195,130 @@ func TestSASLRequired(t *testing.T) {
 	_, err = zkclient.Connect(ctx, []string{cluster.Addr(0)}, zkclient.WithSASL(zkclient.DigestMD5("bob", "wrong")))
 	if !errors.Is(err, zkclient.ErrAuthFailed) || !errors.Is(err, zkclient.ErrSASLRequired) {
 		t.Fatalf("wrong password on a server requiring SASL: %v", err)
+	}
+}
+
+// TestSASLFailover kills the member of a 3-member ensemble requiring SASL
+// (sessionRequireClientSASLAuth) that a DIGEST-MD5 session is connected
+// to. The session moves to another member with its id, and logs in there
+// again before anything else: the new member knows it as sasl:bob, lets it
+// read and write its sasl-ACL node made before the failover (while alice
+// gets NoAuth), and the one-shot and persistent watches set before the
+// failover, restored after the login, fire for changes made after it. The
+// state stream shows the failover as Suspended then Reconnected, never
+// AuthFailed. (Without the login on the new connection the member answers
+// the restored watches with SessionClosedRequireSaslAuth and drops it.)
+func TestSASLFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-member ensemble")
+	}
+	zktest.SkipOrFail(t, sharedErr)
+	checkLeaks(t)
+	cluster := zktest.StartT(t, zktest.Options{Servers: 3, SASLUsers: saslUsers, RequireSASL: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bob := zkclient.WithSASL(zkclient.DigestMD5("bob", "bob-secret"))
+	var mu sync.Mutex
+	var seen []zkclient.StateEvent
+	record := zkclient.WithStateCallback(func(ev zkclient.StateEvent) {
+		mu.Lock()
+		seen = append(seen, ev)
+		mu.Unlock()
+	})
+	c, err := zkclient.Connect(ctx, cluster.Addrs(), zkclient.WithSessionTimeout(6*time.Second), bob, record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	states := c.States()
+	defer states.Stop()
+	id := c.SessionID()
+	const node = "/sasl-failover"
+	acl := zkclient.SASLACL(zkclient.PermAll, "bob")
+	if _, err := c.Create(ctx, node, []byte("before"), zkclient.Persistent, acl); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		c.Delete(context.Background(), node+"/child", -1)
+		c.Delete(context.Background(), node, -1)
+	}()
+	_, _, w, err := c.GetW(ctx, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, err := c.AddWatch(ctx, node, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Remove(ctx)
+
+	victim := slices.Index(cluster.Addrs(), c.Server())
+	if err := cluster.Kill(victim); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, states, zkclient.StateSuspended)
+	ev := waitState(t, states, zkclient.StateReconnected)
+	t.Logf("killed member %d (%s); session 0x%x reconnected to %s", victim, cluster.Addr(victim), id, ev.Server)
+	if ev.Server == cluster.Addr(victim) {
+		t.Fatalf("reconnected to the killed member %s", ev.Server)
+	}
+
+	// The new connection logged in: the member knows the session as bob
+	// and lets it at bob's node.
+	who, err := c.WhoAmI(ctx)
+	if err != nil || !slices.Contains(who, zkclient.ClientInfo{Scheme: "sasl", User: "bob"}) {
+		t.Fatalf("whoAmI after the failover: %+v %v", who, err)
+	}
+	if d, _, err := c.Get(ctx, node); err != nil || string(d) != "before" {
+		t.Fatalf("bob reads his node after the failover: %q %v", d, err)
+	}
+	// Another client changes the node: the one-shot watch restored on
+	// the new member reports it.
+	other := connectAny(ctx, t, cluster, map[int]bool{victim: true}, bob)
+	defer other.Close()
+	if _, err := other.Set(ctx, node, []byte("after"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if ev, ok := recv(t, w, 20*time.Second); !ok || ev.Type != zkclient.EventNodeDataChanged || ev.Path != node {
+		t.Fatalf("watch set before the failover: %+v %v", ev, ok)
+	}
+	// The session itself writes under its node; the restored persistent
+	// watch reports that too.
+	if _, err := c.Create(ctx, node+"/child", nil, zkclient.Persistent, acl); err != nil {
+		t.Fatalf("bob writes under his node after the failover: %v", err)
+	}
+	drain(ctx, t, pw, node+"/child")
+	if d, _, err := c.Get(ctx, node); err != nil || string(d) != "after" {
+		t.Fatalf("bob reads his node after the change: %q %v", d, err)
+	}
+	// The ACL still refuses another SASL user.
+	alice := connectAny(ctx, t, cluster, map[int]bool{victim: true}, zkclient.WithSASL(zkclient.DigestMD5("alice", saslUsers["alice"])))
+	defer alice.Close()
+	if _, _, err := alice.Get(ctx, node); !errors.Is(err, zkclient.ErrNoAuth) {
+		t.Fatalf("alice reads bob's node: %v", err)
+	}
+	if _, err := alice.Set(ctx, node, []byte("alice's"), -1); !errors.Is(err, zkclient.ErrNoAuth) {
+		t.Fatalf("alice writes bob's node: %v", err)
+	}
+
+	if c.SessionID() != id || c.Err() != nil {
+		t.Fatalf("session changed: 0x%x -> 0x%x (%v)", id, c.SessionID(), c.Err())
+	}
+	// Connected first, then only Suspended and Reconnected by turns,
+	// ending Reconnected: the failover was a reconnection, never a
+	// refused login.
+	mu.Lock()
+	got := slices.Clone(seen)
+	mu.Unlock()
+	ok := len(got) >= 3 && got[0].State == zkclient.StateConnected && len(got)%2 == 1
+	for i := 1; ok && i < len(got); i++ {
+		want := zkclient.StateSuspended
+		if i%2 == 0 {
+			want = zkclient.StateReconnected
+		}
+		ok = got[i].State == want
+	}
+	if !ok {
+		t.Fatalf("states: %+v, want Connected, then Suspended and Reconnected by turns", got)
 	}
 }
