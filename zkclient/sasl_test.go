@@ -3,6 +3,7 @@ package zkclient_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -198,16 +199,17 @@ func TestSASLRequired(t *testing.T) {
 	}
 }
 
-// TestSASLFailover kills the member of a 3-member ensemble requiring SASL
-// (sessionRequireClientSASLAuth) that a DIGEST-MD5 session is connected
-// to. The session moves to another member with its id, and logs in there
-// again before anything else: the new member knows it as sasl:bob, lets it
-// read and write its sasl-ACL node made before the failover (while alice
-// gets NoAuth), and the one-shot and persistent watches set before the
-// failover, restored after the login, fire for changes made after it. The
-// state stream shows the failover as Suspended then Reconnected, never
-// AuthFailed. (Without the login on the new connection the member answers
-// the restored watches with SessionClosedRequireSaslAuth and drops it.)
+// TestSASLFailover moves a DIGEST-MD5 session across a 3-member ensemble
+// that requires SASL (sessionRequireClientSASLAuth): first the follower
+// it is connected to is killed, then (that member back) the leader is
+// stopped. Each time the session goes on with its id on another
+// connection, where it logs in again before anything else: the member
+// knows it as sasl:bob and lets it read and write its sasl-ACL node made
+// before the failovers (alice gets NoAuth), and the one-shot and
+// persistent watches set before, restored after the login, fire for
+// changes made after. The state stream shows each failover as Suspended
+// then Reconnected, never AuthFailed. (A connection without the login is
+// dropped by the member at the first request, the watches it restores.)
 func TestSASLFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-member ensemble")
@@ -217,6 +219,21 @@ func TestSASLFailover(t *testing.T) {
 	cluster := zktest.StartT(t, zktest.Options{Servers: 3, SASLUsers: saslUsers, RequireSASL: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	leader := -1
+	for i := range 3 {
+		if m, err := cluster.Mode(ctx, i); err != nil {
+			t.Fatal(err)
+		} else if m == "leader" {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		t.Fatal("no leader")
+	}
+	// The client starts on a follower, the other follower next.
+	addrs := slices.DeleteFunc(cluster.Addrs(), func(a string) bool { return a == cluster.Addr(leader) })
+	addrs = append(addrs, cluster.Addr(leader))
+
 	bob := zkclient.WithSASL(zkclient.DigestMD5("bob", "bob-secret"))
 	var mu sync.Mutex
 	var seen []zkclient.StateEvent
@@ -225,7 +242,7 @@ func TestSASLFailover(t *testing.T) {
 		seen = append(seen, ev)
 		mu.Unlock()
 	})
-	c, err := zkclient.Connect(ctx, cluster.Addrs(), zkclient.WithSessionTimeout(6*time.Second), bob, record)
+	c, err := zkclient.Connect(ctx, addrs, zkclient.WithoutShuffle(), zkclient.WithSessionTimeout(6*time.Second), bob, record)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,79 +255,96 @@ func TestSASLFailover(t *testing.T) {
 	if _, err := c.Create(ctx, node, []byte("before"), zkclient.Persistent, acl); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		c.Delete(context.Background(), node+"/child", -1)
-		c.Delete(context.Background(), node, -1)
-	}()
-	_, _, w, err := c.GetW(ctx, node)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer c.Delete(context.Background(), node, -1)
 	pw, err := c.AddWatch(ctx, node, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pw.Remove(ctx)
 
-	victim := slices.Index(cluster.Addrs(), c.Server())
-	if err := cluster.Kill(victim); err != nil {
-		t.Fatal(err)
-	}
-	waitState(t, states, zkclient.StateSuspended)
-	ev := waitState(t, states, zkclient.StateReconnected)
-	t.Logf("killed member %d (%s); session 0x%x reconnected to %s", victim, cluster.Addr(victim), id, ev.Server)
-	if ev.Server == cluster.Addr(victim) {
-		t.Fatalf("reconnected to the killed member %s", ev.Server)
-	}
+	for round, stop := range []string{"kill", "stop"} {
+		victim := slices.Index(cluster.Addrs(), c.Server())
+		if stop == "stop" {
+			victim = leader
+		}
+		_, _, w, err := c.GetW(ctx, node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := fmt.Sprintf("after %d", round)
+		child := fmt.Sprintf("%s/child%d", node, round)
+		if stop == "kill" {
+			err = cluster.Kill(victim)
+		} else {
+			err = cluster.Stop(victim)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, states, zkclient.StateSuspended)
+		ev := waitState(t, states, zkclient.StateReconnected)
+		t.Logf("round %d: %s member %d (%s); session 0x%x reconnected to %s", round, stop, victim, cluster.Addr(victim), id, ev.Server)
+		if ev.Server == cluster.Addr(victim) {
+			t.Fatalf("round %d: reconnected to the member down %s", round, ev.Server)
+		}
 
-	// The new connection logged in: the member knows the session as bob
-	// and lets it at bob's node.
-	who, err := c.WhoAmI(ctx)
-	if err != nil || !slices.Contains(who, zkclient.ClientInfo{Scheme: "sasl", User: "bob"}) {
-		t.Fatalf("whoAmI after the failover: %+v %v", who, err)
-	}
-	if d, _, err := c.Get(ctx, node); err != nil || string(d) != "before" {
-		t.Fatalf("bob reads his node after the failover: %q %v", d, err)
-	}
-	// Another client changes the node: the one-shot watch restored on
-	// the new member reports it.
-	other := connectAny(ctx, t, cluster, map[int]bool{victim: true}, bob)
-	defer other.Close()
-	if _, err := other.Set(ctx, node, []byte("after"), -1); err != nil {
-		t.Fatal(err)
-	}
-	if ev, ok := recv(t, w, 20*time.Second); !ok || ev.Type != zkclient.EventNodeDataChanged || ev.Path != node {
-		t.Fatalf("watch set before the failover: %+v %v", ev, ok)
-	}
-	// The session itself writes under its node; the restored persistent
-	// watch reports that too.
-	if _, err := c.Create(ctx, node+"/child", nil, zkclient.Persistent, acl); err != nil {
-		t.Fatalf("bob writes under his node after the failover: %v", err)
-	}
-	drain(ctx, t, pw, node+"/child")
-	if d, _, err := c.Get(ctx, node); err != nil || string(d) != "after" {
-		t.Fatalf("bob reads his node after the change: %q %v", d, err)
-	}
-	// The ACL still refuses another SASL user.
-	alice := connectAny(ctx, t, cluster, map[int]bool{victim: true}, zkclient.WithSASL(zkclient.DigestMD5("alice", saslUsers["alice"])))
-	defer alice.Close()
-	if _, _, err := alice.Get(ctx, node); !errors.Is(err, zkclient.ErrNoAuth) {
-		t.Fatalf("alice reads bob's node: %v", err)
-	}
-	if _, err := alice.Set(ctx, node, []byte("alice's"), -1); !errors.Is(err, zkclient.ErrNoAuth) {
-		t.Fatalf("alice writes bob's node: %v", err)
-	}
-
-	if c.SessionID() != id || c.Err() != nil {
-		t.Fatalf("session changed: 0x%x -> 0x%x (%v)", id, c.SessionID(), c.Err())
+		// The new connection logged in: the member knows the session as
+		// bob and lets it at bob's node.
+		who, err := c.WhoAmI(ctx)
+		if err != nil || !slices.Contains(who, zkclient.ClientInfo{Scheme: "sasl", User: "bob"}) {
+			t.Fatalf("round %d: whoAmI after the failover: %+v %v", round, who, err)
+		}
+		if _, _, err := c.Get(ctx, node); err != nil {
+			t.Fatalf("round %d: bob reads his node after the failover: %v", round, err)
+		}
+		// Another client changes the node: the one-shot watch restored
+		// on the new member reports it.
+		down := map[int]bool{victim: true}
+		other := connectAny(ctx, t, cluster, down, bob)
+		if _, err := other.Set(ctx, node, []byte(data), -1); err != nil {
+			t.Fatal(err)
+		}
+		other.Close()
+		if ev, ok := recv(t, w, 20*time.Second); !ok || ev.Type != zkclient.EventNodeDataChanged || ev.Path != node {
+			t.Fatalf("round %d: watch set before the failover: %+v %v", round, ev, ok)
+		}
+		if d, _, err := c.Get(ctx, node); err != nil || string(d) != data {
+			t.Fatalf("round %d: bob reads his node after the change: %q %v", round, d, err)
+		}
+		// The session writes under its node; the restored persistent
+		// watch reports that.
+		if _, err := c.Create(ctx, child, nil, zkclient.Persistent, acl); err != nil {
+			t.Fatalf("round %d: bob writes under his node after the failover: %v", round, err)
+		}
+		drain(ctx, t, pw, child)
+		if err := c.Delete(ctx, child, -1); err != nil {
+			t.Fatalf("round %d: bob deletes under his node after the failover: %v", round, err)
+		}
+		// The ACL still refuses another SASL user.
+		alice := connectAny(ctx, t, cluster, down, zkclient.WithSASL(zkclient.DigestMD5("alice", saslUsers["alice"])))
+		_, _, errGet := alice.Get(ctx, node)
+		_, errSet := alice.Set(ctx, node, []byte("alice's"), -1)
+		alice.Close()
+		if !errors.Is(errGet, zkclient.ErrNoAuth) || !errors.Is(errSet, zkclient.ErrNoAuth) {
+			t.Fatalf("round %d: alice at bob's node: read %v, write %v", round, errGet, errSet)
+		}
+		if c.SessionID() != id || c.Err() != nil {
+			t.Fatalf("round %d: session changed: 0x%x -> 0x%x (%v)", round, id, c.SessionID(), c.Err())
+		}
+		if round == 0 {
+			// Back, so the leader can go with a quorum left.
+			if err := cluster.Restart(ctx, victim); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	// Connected first, then only Suspended and Reconnected by turns,
-	// ending Reconnected: the failover was a reconnection, never a
+	// ending Reconnected: each failover was a reconnection, never a
 	// refused login.
 	mu.Lock()
 	got := slices.Clone(seen)
 	mu.Unlock()
-	ok := len(got) >= 3 && got[0].State == zkclient.StateConnected && len(got)%2 == 1
+	ok := len(got) >= 5 && got[0].State == zkclient.StateConnected && len(got)%2 == 1
 	for i := 1; ok && i < len(got); i++ {
 		want := zkclient.StateSuspended
 		if i%2 == 0 {
