@@ -250,13 +250,17 @@ func TestSASLFailover(t *testing.T) {
 	states := c.States()
 	defer states.Stop()
 	id := c.SessionID()
-	const node = "/sasl-failover"
+	// The one-shot watches are on node, the recursive one on dir, apart:
+	// each reports an event only if restored itself.
+	const node, dir = "/sasl-failover", "/sasl-failover-dir"
 	acl := zkclient.SASLACL(zkclient.PermAll, "bob")
-	if _, err := c.Create(ctx, node, []byte("before"), zkclient.Persistent, acl); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{node, dir} {
+		if _, err := c.Create(ctx, p, []byte("before"), zkclient.Persistent, acl); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Delete(context.Background(), p, -1)
 	}
-	defer c.Delete(context.Background(), node, -1)
-	pw, err := c.AddWatch(ctx, node, true)
+	pw, err := c.AddWatch(ctx, dir, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +276,7 @@ func TestSASLFailover(t *testing.T) {
 			t.Fatal(err)
 		}
 		data := fmt.Sprintf("after %d", round)
-		child := fmt.Sprintf("%s/child%d", node, round)
+		child := fmt.Sprintf("%s/child%d", dir, round)
 		if stop == "kill" {
 			err = cluster.Kill(victim)
 		} else {
@@ -311,8 +315,8 @@ func TestSASLFailover(t *testing.T) {
 		if d, _, err := c.Get(ctx, node); err != nil || string(d) != data {
 			t.Fatalf("round %d: bob reads his node after the change: %q %v", round, d, err)
 		}
-		// The session writes under its node; the restored persistent
-		// watch reports that.
+		// The session writes under its other node; the restored
+		// recursive watch reports that.
 		if _, err := c.Create(ctx, child, nil, zkclient.Persistent, acl); err != nil {
 			t.Fatalf("round %d: bob writes under his node after the failover: %v", round, err)
 		}
