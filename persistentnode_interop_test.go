@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -34,13 +36,14 @@ type curatorNode struct {
 }
 
 // startCuratorNode starts a Curator contender keeping the node at path
-// (with the data id) and waits until its first create is done.
-func startCuratorNode(t *testing.T, ctx context.Context, curator curatorCmd, connect, recipe, path, id string, ttl time.Duration) *curatorNode {
+// (with the data id) on a session of timeout (0: 10s) and waits until its
+// first create is done.
+func startCuratorNode(t *testing.T, ctx context.Context, curator curatorCmd, connect, recipe, path, id string, timeout, ttl time.Duration) *curatorNode {
 	t.Helper()
 	c := &curatorNode{marker: t.TempDir()}
 	c.stop = filepath.Join(c.marker, "stop")
 	a := interop.Args{Connect: connect, Path: path, Recipe: recipe, Marker: c.marker, ID: id, StopFile: c.stop,
-		SessionTimeout: 2 * time.Second, AcquireTimeout: 90 * time.Second, TTL: ttl}
+		SessionTimeout: timeout, AcquireTimeout: 90 * time.Second, TTL: ttl}
 	c.contenderProc = startReady(t, curator(ctx, argv(t, a)...))[0]
 	hex := c.value(t, "SESSION ")
 	id64, err := strconv.ParseUint(hex, 16, 64)
@@ -75,7 +78,7 @@ func (c *curatorNode) close(t *testing.T) {
 }
 
 // kill ends the contender's process at once: its session lives on until
-// it times out (2s).
+// it times out.
 func (c *curatorNode) kill(t *testing.T) {
 	t.Helper()
 	must(t, c.cmd.Process.Kill(), "kill the contender")
@@ -120,7 +123,7 @@ func ephemeralNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd)
 	connect := strings.Join(e.servers, ",")
 
 	// Curator first; zkrecipes waits beside it.
-	c1 := startCuratorNode(t, ctx, curator, connect, "persistent-node", p, "curator-1", 0)
+	c1 := startCuratorNode(t, ctx, curator, connect, "persistent-node", p, "curator-1", 2*time.Second, 0)
 	e.nodeNow(p, "curator-1", c1.session, "Curator's first node")
 	goProxy := zktest.NewProxyT(t, e.servers[0])
 	s1 := e.sessionOn([]string{goProxy.Addr()})
@@ -175,7 +178,7 @@ func ephemeralNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd)
 	must(t, n.SetData(ctx, []byte("go-2")), "SetData")
 	e.nodeNow(p, "go-2", s1.ID(), "zkrecipes' SetData")
 	curatorProxy := zktest.NewProxyT(t, e.servers[0])
-	c2 := startCuratorNode(t, ctx, curator, curatorProxy.Addr(), "persistent-node", p, "curator-2", 0)
+	c2 := startCuratorNode(t, ctx, curator, curatorProxy.Addr(), "persistent-node", p, "curator-2", 0, 0)
 	e.nodeNow(p, "curator-2", s1.ID(), "zkrecipes' node once Curator started beside it")
 	must(t, n.SetData(ctx, []byte("go-3")), "SetData")
 	c2.sees(t, s1.ID(), "go-3")
@@ -214,7 +217,7 @@ func ephemeralNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd)
 	// A Curator that starts beside zkrecipes' node and closes deletes it
 	// (Curator deletes the node it kept, whoever's it is): zkrecipes makes
 	// it again.
-	c3 := startCuratorNode(t, ctx, curator, connect, "persistent-node", p, "curator-3", 0)
+	c3 := startCuratorNode(t, ctx, curator, connect, "persistent-node", p, "curator-3", 0, 0)
 	c3.sees(t, s2.ID(), "curator-3")
 	must(t, n.SetData(ctx, []byte("go-5")), "SetData")
 	c3.sees(t, s2.ID(), "go-5")
@@ -260,7 +263,7 @@ func ttlNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd) {
 		}
 	}
 
-	c := startCuratorNode(t, ctx, curator, connect, "persistent-ttl-node", p, "curator-ttl", ttl)
+	c := startCuratorNode(t, ctx, curator, connect, "persistent-ttl-node", p, "curator-ttl", 0, ttl)
 	e.nodeNow(p, "curator-ttl", 0, "Curator's container")
 	s := e.session()
 	n, err := zkrecipes.CreatePersistentTTLNode(ctx, s, p, ttl, []byte("go-ttl"))
@@ -284,8 +287,8 @@ func ttlNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd) {
 	}
 
 	// Deleted: container and child are made again (by either side).
-	must(t, e.admin.Delete(touch, -1), "delete the touch child")
-	must(t, e.admin.Delete(p, -1), "delete the container")
+	_, err = e.admin.Multi(&zk.DeleteRequest{Path: touch, Version: -1}, &zk.DeleteRequest{Path: p, Version: -1})
+	must(t, err, "delete the touch child and the container (at once, so that no touch comes between)")
 	e.waitFor("the container and its child again", func() bool {
 		ok, _, _ := e.admin.Exists(touch)
 		return ok
