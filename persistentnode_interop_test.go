@@ -208,28 +208,49 @@ func ephemeralNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd)
 	must(t, n.SetData(ctx, []byte("go-4")), "SetData while Curator's node has the name")
 	e.nodeNow(p, "curator-2", c2.session, "Curator's node, zkrecipes waiting on its renewed session")
 
-	// Curator closes (deleting its node): zkrecipes has it, with the data
-	// recorded meanwhile.
+	// Closed while Curator's node has the name, a zkrecipes PersistentNode
+	// leaves that node alone (Curator's close, below, does not).
+	var m *zkrecipes.PersistentNode
+	sm := e.session()
+	mMade := async(func() (err error) {
+		m, err = zkrecipes.CreatePersistentNode(ctx, sm, p, []byte("go-m"))
+		return err
+	})
+	t.Cleanup(func() {
+		if m != nil {
+			m.Close(context.Background())
+		}
+	})
+	e.waitFor("a second zkrecipes node's watch", func() bool { return watchersOf(t, e.servers[0], p) == 3 })
+	_, before, err := e.admin.Get(p)
+	must(t, err, "get Curator's node")
+	must(t, n.Close(ctx), "Close while Curator's node has the name")
+	if _, after, err := e.admin.Get(p); err != nil || after.Czxid != before.Czxid || after.EphemeralOwner != c2.session {
+		t.Errorf("Curator's node after zkrecipes' Close beside it: %+v, %v; want it untouched (czxid 0x%x, owner 0x%x)", after, err, before.Czxid, c2.session)
+	}
+
+	// Curator closes (deleting its node): the waiting zkrecipes node has
+	// it, with its data.
 	c2.close(t)
-	s2 := n.Session()
-	e.nodeIs(p, "go-4", s2.ID())
+	must(t, result(t, mMade, "CreatePersistentNode after Curator's close"), "CreatePersistentNode")
+	e.nodeNow(p, "go-m", sm.ID(), "zkrecipes' node after Curator closed")
 
 	// A Curator that starts beside zkrecipes' node and closes deletes it
 	// (Curator deletes the node it kept, whoever's it is): zkrecipes makes
 	// it again.
 	c3 := startCuratorNode(t, ctx, curator, connect, "persistent-node", p, "curator-3", 0, 0)
-	c3.sees(t, s2.ID(), "curator-3")
-	must(t, n.SetData(ctx, []byte("go-5")), "SetData")
-	c3.sees(t, s2.ID(), "go-5")
-	_, before, err := e.admin.Get(p)
+	c3.sees(t, sm.ID(), "curator-3")
+	must(t, m.SetData(ctx, []byte("go-5")), "SetData")
+	c3.sees(t, sm.ID(), "go-5")
+	_, before, err = e.admin.Get(p)
 	must(t, err, "get the node")
 	c3.close(t)
 	e.waitFor("zkrecipes' node made again after Curator's close deleted it", func() bool {
 		d, st, err := e.admin.Get(p)
-		return err == nil && st.Czxid != before.Czxid && string(d) == "go-5" && st.EphemeralOwner == s2.ID()
+		return err == nil && st.Czxid != before.Czxid && string(d) == "go-5" && st.EphemeralOwner == sm.ID()
 	})
 
-	must(t, n.Close(ctx), "Close")
+	must(t, m.Close(ctx), "Close")
 	e.empty(e.path)
 }
 
