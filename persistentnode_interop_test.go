@@ -2,6 +2,7 @@ package zkrecipes_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,17 +41,33 @@ type curatorNode struct {
 // first create is done.
 func startCuratorNode(t *testing.T, ctx context.Context, curator curatorCmd, connect, recipe, path, id string, timeout, ttl time.Duration) *curatorNode {
 	t.Helper()
+	c := launchCuratorNode(t, ctx, curator, connect, recipe, path, id, timeout, ttl, "")
+	c.created(t)
+	return c
+}
+
+// launchCuratorNode starts the contender as startCuratorNode does, but
+// returns once it is connected: it then waits for the start file (if
+// not empty) before it starts its node.
+func launchCuratorNode(t *testing.T, ctx context.Context, curator curatorCmd, connect, recipe, path, id string, timeout, ttl time.Duration, start string) *curatorNode {
+	t.Helper()
 	c := &curatorNode{marker: t.TempDir()}
 	c.stop = filepath.Join(c.marker, "stop")
 	a := interop.Args{Connect: connect, Path: path, Recipe: recipe, Marker: c.marker, ID: id, StopFile: c.stop,
-		SessionTimeout: timeout, AcquireTimeout: 90 * time.Second, TTL: ttl}
+		SessionTimeout: timeout, AcquireTimeout: 90 * time.Second, TTL: ttl, StartFile: start}
 	c.contenderProc = startReady(t, curator(ctx, argv(t, a)...))[0]
+	return c
+}
+
+// created learns the contender's session and waits until its node's first
+// create is done.
+func (c *curatorNode) created(t *testing.T) {
+	t.Helper()
 	hex := c.value(t, "SESSION ")
 	id64, err := strconv.ParseUint(hex, 16, 64)
 	must(t, err, "session id %q", hex)
 	c.session = int64(id64)
 	c.waitLine(t, "CREATED")
-	return c
 }
 
 // setData makes the contender set its node's data, and waits until it has.
@@ -251,6 +268,48 @@ func ephemeralNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd)
 	})
 
 	must(t, m.Close(ctx), "Close")
+
+	// Both start at once on the free name: whichever creates first has it,
+	// and zkrecipes' CreatePersistentNode returns only if that is zkrecipes.
+	// (Curator looks for the start file every 5ms; zkrecipes starts after
+	// a random pause up to 100ms (Curator takes some tens of ms from the file to its create), so that either may win.)
+	start := filepath.Join(t.TempDir(), "start")
+	c4 := launchCuratorNode(t, ctx, curator, connect, "persistent-node", p, "curator-4", 0, 0, start)
+	s4 := e.session()
+	var r *zkrecipes.PersistentNode
+	must(t, os.WriteFile(start, nil, 0o644), "start barrier")
+	rMade := async(func() (err error) {
+		time.Sleep(rand.N(100 * time.Millisecond))
+		r, err = zkrecipes.CreatePersistentNode(ctx, s4, p, []byte("go-r"))
+		return err
+	})
+	t.Cleanup(func() {
+		if r != nil {
+			r.Close(context.Background())
+		}
+	})
+	c4.created(t)
+	e.waitFor("both sides' watches after starting together", func() bool { return watchersOf(t, e.servers[0], p) == 2 })
+	waiting := false
+	switch _, owner, _ := e.owned(p); owner {
+	case s4.ID():
+		t.Log("started together: zkrecipes made the node")
+		must(t, result(t, rMade, "CreatePersistentNode that made the node"), "CreatePersistentNode")
+		e.nodeNow(p, "curator-4", s4.ID(), "zkrecipes' node, Curator's data written into it")
+	case c4.session:
+		t.Log("started together: Curator made the node")
+		blocked(t, rMade, "CreatePersistentNode that lost to Curator")
+		waiting = true
+		e.nodeNow(p, "curator-4", c4.session, "Curator's node, zkrecipes waiting")
+	default:
+		t.Fatalf("started together: the node's owner is 0x%x, neither side's session", owner)
+	}
+	c4.close(t) // deleting the node, whoever's it is
+	if waiting {
+		must(t, result(t, rMade, "CreatePersistentNode after Curator's close"), "CreatePersistentNode")
+	}
+	e.nodeIs(p, "go-r", s4.ID())
+	must(t, r.Close(ctx), "Close")
 	e.empty(e.path)
 }
 
