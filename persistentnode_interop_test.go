@@ -271,8 +271,8 @@ func ephemeralNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd)
 
 	// Both start at once on the free name: whichever creates first has it,
 	// and zkrecipes' CreatePersistentNode returns only if that is zkrecipes.
-	// (Curator looks for the start file every 5ms; zkrecipes starts after
-	// a random pause up to 100ms (Curator takes some tens of ms from the file to its create), so that either may win.)
+	// Curator takes some tens of ms from the start file to its create, so
+	// zkrecipes starts after a random pause of up to 100ms: either may win.
 	start := filepath.Join(t.TempDir(), "start")
 	c4 := launchCuratorNode(t, ctx, curator, connect, "persistent-node", p, "curator-4", 0, 0, start)
 	s4 := e.session()
