@@ -127,9 +127,10 @@ func (e *env) nodeNow(p, data string, owner int64, why string) {
 // (also across a reconnection, and on a renewed session) and writes nothing
 // to it; the node passes to the other side only when its owner's session
 // ends (Curator's process killed, zkrecipes' session expired) or its owner
-// closes it. A node deleted behind its owner's back is made again by the
-// side that is connected, with its latest data. Each side reads the other's
-// SetData. Curator, unlike zkrecipes, writes its own data into a live node
+// closes it (a zkrecipes node closed while Curator's has the name leaves it
+// alone). Started together on a free name, whichever creates first has it.
+// A node deleted behind its owner's back is made again by the side that is
+// connected, with its latest data. Each side reads the other's SetData. Curator, unlike zkrecipes, writes its own data into a live node
 // of another session that it finds in its way (at its start, and again
 // after a reconnection) and its Close deletes the node whoever owns it;
 // zkrecipes, the owner then, keeps its node through both.
