@@ -70,7 +70,8 @@ func (c *curatorNode) created(t *testing.T) {
 	c.waitLine(t, "CREATED")
 }
 
-// setData makes the contender set its node's data, and waits until it has.
+// setData makes the contender call its node's setData, and waits until it
+// has (Curator's setData only starts the write: see sees).
 func (c *curatorNode) setData(t *testing.T, data string) {
 	t.Helper()
 	tmp := filepath.Join(c.marker, "data.tmp")
@@ -169,6 +170,7 @@ func ephemeralNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd)
 	e.nodeNow(p, "curator-1", c1.session, "Curator's node with zkrecipes beside it")
 
 	c1.setData(t, "curator-1b")
+	c1.sees(t, c1.session, "curator-1b") // Curator's setData writes in the background
 	if d, _, err := s1.Get(ctx, p); err != nil || string(d) != "curator-1b" {
 		t.Errorf("zkrecipes reads %q, %v after Curator's setData, want curator-1b", d, err)
 	}
@@ -363,6 +365,7 @@ func ttlNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd) {
 	t.Cleanup(func() { n.Close(context.Background()) })
 	c.sees(t, 0, "go-ttl-2")
 	c.setData(t, "curator-ttl-2")
+	c.sees(t, 0, "curator-ttl-2") // Curator's setData writes in the background
 	if d, _, err := s.Get(ctx, p); err != nil || string(d) != "curator-ttl-2" {
 		t.Errorf("zkrecipes reads %q, %v after Curator's setData, want curator-ttl-2", d, err)
 	}
