@@ -2,6 +2,7 @@ package zkrecipes_test
 
 import (
 	"context"
+	"encoding/hex"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -32,16 +33,16 @@ func TestPersistentNodeInterop(t *testing.T) {
 type curatorNode struct {
 	*contenderProc
 	session int64 // its session's id
+	passwd  []byte
 	marker  string
 	stop    string
 }
 
 // startCuratorNode starts a Curator contender keeping the node at path
-// (with the data id) on a session of timeout (0: 10s) and waits until its
-// first create is done.
-func startCuratorNode(t *testing.T, ctx context.Context, curator curatorCmd, connect, recipe, path, id string, timeout, ttl time.Duration) *curatorNode {
+// (with the data id) and waits until its first create is done.
+func startCuratorNode(t *testing.T, ctx context.Context, curator curatorCmd, connect, recipe, path, id string, ttl time.Duration) *curatorNode {
 	t.Helper()
-	c := launchCuratorNode(t, ctx, curator, connect, recipe, path, id, timeout, ttl, "")
+	c := launchCuratorNode(t, ctx, curator, connect, recipe, path, id, ttl, "")
 	c.created(t)
 	return c
 }
@@ -49,12 +50,12 @@ func startCuratorNode(t *testing.T, ctx context.Context, curator curatorCmd, con
 // launchCuratorNode starts the contender as startCuratorNode does, but
 // returns once it is connected: it then waits for the start file (if
 // not empty) before it starts its node.
-func launchCuratorNode(t *testing.T, ctx context.Context, curator curatorCmd, connect, recipe, path, id string, timeout, ttl time.Duration, start string) *curatorNode {
+func launchCuratorNode(t *testing.T, ctx context.Context, curator curatorCmd, connect, recipe, path, id string, ttl time.Duration, start string) *curatorNode {
 	t.Helper()
 	c := &curatorNode{marker: t.TempDir()}
 	c.stop = filepath.Join(c.marker, "stop")
 	a := interop.Args{Connect: connect, Path: path, Recipe: recipe, Marker: c.marker, ID: id, StopFile: c.stop,
-		SessionTimeout: timeout, AcquireTimeout: 90 * time.Second, TTL: ttl, StartFile: start}
+		AcquireTimeout: 90 * time.Second, TTL: ttl, StartFile: start}
 	c.contenderProc = startReady(t, curator(ctx, argv(t, a)...))[0]
 	return c
 }
@@ -63,10 +64,13 @@ func launchCuratorNode(t *testing.T, ctx context.Context, curator curatorCmd, co
 // create is done.
 func (c *curatorNode) created(t *testing.T) {
 	t.Helper()
-	hex := c.value(t, "SESSION ")
-	id64, err := strconv.ParseUint(hex, 16, 64)
-	must(t, err, "session id %q", hex)
+	line := c.value(t, "SESSION ")
+	id, pw, _ := strings.Cut(line, " ")
+	id64, err := strconv.ParseUint(id, 16, 64)
+	must(t, err, "session id %q", line)
 	c.session = int64(id64)
+	c.passwd, err = hex.DecodeString(pw)
+	must(t, err, "session password %q", line)
 	c.waitLine(t, "CREATED")
 }
 
@@ -95,13 +99,16 @@ func (c *curatorNode) close(t *testing.T) {
 	c.wait(t)
 }
 
-// kill ends the contender's process at once: its session lives on until
-// it times out.
-func (c *curatorNode) kill(t *testing.T) {
+// crash ends the contender's process at once, then its session, as the
+// server does once the session has timed out.
+func (c *curatorNode) crash(t *testing.T, addr string) {
 	t.Helper()
 	must(t, c.cmd.Process.Kill(), "kill the contender")
 	<-c.done
 	c.cmd.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	must(t, zktest.ExpireSession(ctx, addr, c.session, c.passwd), "expire the contender's session")
 }
 
 // owned reports the node at p as the admin reads it now: data and
@@ -142,7 +149,7 @@ func ephemeralNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd)
 	connect := strings.Join(e.servers, ",")
 
 	// Curator first; zkrecipes waits beside it.
-	c1 := startCuratorNode(t, ctx, curator, connect, "persistent-node", p, "curator-1", 2*time.Second, 0)
+	c1 := startCuratorNode(t, ctx, curator, connect, "persistent-node", p, "curator-1", 0)
 	e.nodeNow(p, "curator-1", c1.session, "Curator's first node")
 	goProxy := zktest.NewProxyT(t, e.servers[0])
 	s1 := e.sessionOn([]string{goProxy.Addr()})
@@ -188,7 +195,7 @@ func ephemeralNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd)
 
 	// Curator's process dies: once its session is gone, zkrecipes has the
 	// node, with its data.
-	c1.kill(t)
+	c1.crash(t, e.servers[0])
 	must(t, result(t, made, "CreatePersistentNode after Curator's process died"), "CreatePersistentNode")
 	e.nodeNow(p, "go-1", s1.ID(), "zkrecipes' node after Curator's session ended")
 
@@ -198,7 +205,7 @@ func ephemeralNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd)
 	must(t, n.SetData(ctx, []byte("go-2")), "SetData")
 	e.nodeNow(p, "go-2", s1.ID(), "zkrecipes' SetData")
 	curatorProxy := zktest.NewProxyT(t, e.servers[0])
-	c2 := startCuratorNode(t, ctx, curator, curatorProxy.Addr(), "persistent-node", p, "curator-2", 0, 0)
+	c2 := startCuratorNode(t, ctx, curator, curatorProxy.Addr(), "persistent-node", p, "curator-2", 0)
 	e.nodeNow(p, "curator-2", s1.ID(), "zkrecipes' node once Curator started beside it")
 	must(t, n.SetData(ctx, []byte("go-3")), "SetData")
 	c2.sees(t, s1.ID(), "go-3")
@@ -258,7 +265,7 @@ func ephemeralNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd)
 	// A Curator that starts beside zkrecipes' node and closes deletes it
 	// (Curator deletes the node it kept, whoever's it is): zkrecipes makes
 	// it again.
-	c3 := startCuratorNode(t, ctx, curator, connect, "persistent-node", p, "curator-3", 0, 0)
+	c3 := startCuratorNode(t, ctx, curator, connect, "persistent-node", p, "curator-3", 0)
 	c3.sees(t, sm.ID(), "curator-3")
 	must(t, m.SetData(ctx, []byte("go-5")), "SetData")
 	c3.sees(t, sm.ID(), "go-5")
@@ -277,7 +284,7 @@ func ephemeralNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd)
 	// Curator takes some tens of ms from the start file to its create, so
 	// zkrecipes starts after a random pause of up to 100ms: either may win.
 	start := filepath.Join(t.TempDir(), "start")
-	c4 := launchCuratorNode(t, ctx, curator, connect, "persistent-node", p, "curator-4", 0, 0, start)
+	c4 := launchCuratorNode(t, ctx, curator, connect, "persistent-node", p, "curator-4", 0, start)
 	s4 := e.session()
 	var r *zkrecipes.PersistentNode
 	must(t, os.WriteFile(start, nil, 0o644), "start barrier")
@@ -346,7 +353,7 @@ func ttlNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd) {
 		}
 	}
 
-	c := startCuratorNode(t, ctx, curator, connect, "persistent-ttl-node", p, "curator-ttl", 0, ttl)
+	c := startCuratorNode(t, ctx, curator, connect, "persistent-ttl-node", p, "curator-ttl", ttl)
 	e.nodeNow(p, "curator-ttl", 0, "Curator's container")
 	s := e.session()
 	n, err := zkrecipes.CreatePersistentTTLNode(ctx, s, p, ttl, []byte("go-ttl"))

@@ -729,7 +729,7 @@ public class CuratorContender {
      * The node recipes: persistent-node keeps an ephemeral PersistentNode
      * (no protection) at path, persistent-ttl-node a PersistentTtlNode of
      * --ttl-ms, both with the data "id". Each prints "READY id" and
-     * "SESSION <session id in hex>" once connected, starts the node,
+     * "SESSION <session id in hex> <its password in hex>" once connected, starts the node,
      * prints "CREATED" once its first create (or its write of an existing
      * node) is done, then, every 10 ms until the stop file exists: when the
      * file DIR/data holds something new, sets the node's data to it and
@@ -754,7 +754,12 @@ public class CuratorContender {
             CuratorFramework client = newClient(connect, sessionTimeoutMs);
             try {
                 ready(client, opts, connect, id, acquireTimeoutMs);
-                System.out.println("SESSION " + Long.toHexString(client.getZookeeperClient().getZooKeeper().getSessionId()));
+                org.apache.zookeeper.ZooKeeper zk = client.getZookeeperClient().getZooKeeper();
+                StringBuilder passwd = new StringBuilder();
+                for (byte b : zk.getSessionPasswd()) {
+                    passwd.append(String.format("%02x", b));
+                }
+                System.out.println("SESSION " + Long.toHexString(zk.getSessionId()) + " " + passwd);
                 System.out.flush();
                 PersistentNode node = null;
                 PersistentTtlNode ttl = null;

@@ -51,7 +51,8 @@
 // The node recipes (Curator only) keep a node at path until the stop file
 // exists: persistent-node an ephemeral PersistentNode (no protection),
 // persistent-ttl-node a PersistentTtlNode of --ttl-ms, both with the data
-// "<id>". After READY each prints "SESSION <its session id in hex>", and
+// "<id>". After READY each prints "SESSION <its session id in hex> <its
+// password in hex>" (for zktest.ExpireSession), and
 // "CREATED" once the node's first create (or its write of a node that was
 // there) is done; then, polling every 10ms, it sets the node's data to the
 // content of DIR/data whenever that changes, printing "SET <data>" (write
