@@ -607,6 +607,39 @@ func (p *contenderProc) waitLine(t *testing.T, line string) {
 	}
 }
 
+// value waits until the contender prints a line starting with prefix and
+// returns the rest of the first such line; it fails the test if the
+// contender exits or a minute passes first.
+func (p *contenderProc) value(t *testing.T, prefix string) string {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		exited := false
+		select {
+		case <-p.done: // every line is in by now
+			exited = true
+		default:
+		}
+		p.mu.Lock()
+		for _, l := range p.lines {
+			if v, ok := strings.CutPrefix(l, prefix); ok {
+				p.mu.Unlock()
+				return v
+			}
+		}
+		p.mu.Unlock()
+		if exited {
+			p.cmd.Wait()
+			t.Fatalf("contender exited (%v) without printing %q\nstderr: %s", p.cmd.ProcessState, prefix, p.stderr.String())
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("contender did not print %q within a minute", prefix)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // items returns the data of the "ITEM <data>" lines the contender printed.
 func (p *contenderProc) items() []string {
 	p.mu.Lock()

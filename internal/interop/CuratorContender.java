@@ -10,7 +10,9 @@
 // appears; with --recipe double-barrier it passes a DistributedDoubleBarrier
 // once and reports anyone who passed it too early; with --recipe barrier it
 // waits on a DistributedBarrier, and with --recipe barrier-gate it sets one
-// and removes it when --stop-file appears. See interop.go for the command-line contract; the kazoo contender
+// and removes it when --stop-file appears; the data recipes (DataRecipes)
+// and the node recipes (Nodes: PersistentNode, PersistentTtlNode) are
+// described where they are. See interop.go for the command-line contract; the kazoo contender
 // (kazoo_contender.py) implements the same contract.
 //
 // Exit codes: 0 done, 1 any failure (including usage errors), 3 violation.
@@ -43,6 +45,8 @@ import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.nodes.GroupMember;
+import org.apache.curator.framework.recipes.nodes.PersistentNode;
+import org.apache.curator.framework.recipes.nodes.PersistentTtlNode;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorContender {
@@ -179,7 +183,7 @@ public class CuratorContender {
         opts.put("acquire-timeout-ms", "60000");
         String[] known = {"connect", "path", "recipe", "count", "hold-ms", "marker", "id",
             "session-timeout-ms", "acquire-timeout-ms", "start-file", "leases", "stop-file", "members",
-            "service", "lock-path"};
+            "service", "lock-path", "ttl-ms"};
         for (int i = 0; i < argv.length; i++) {
             String a = argv[i];
             if (!a.startsWith("--")) {
@@ -240,6 +244,9 @@ public class CuratorContender {
         Path marker = Paths.get(opts.get("marker"));
         if (DataRecipes.NAMES.contains(recipe)) {
             return DataRecipes.run(opts, connect, path, recipe, id, count, sessionTimeoutMs, acquireTimeoutMs);
+        }
+        if (Nodes.NAMES.contains(recipe)) {
+            return Nodes.run(opts, connect, path, recipe, id, marker, sessionTimeoutMs, acquireTimeoutMs);
         }
         boolean shared;
         int leases = 0; // a semaphore's: at most this many holders at once
@@ -714,6 +721,115 @@ public class CuratorContender {
                         Thread.sleep(10);
                     }
                 }
+            }
+        }
+    }
+
+    /**
+     * The node recipes: persistent-node keeps an ephemeral PersistentNode
+     * (no protection) at path, persistent-ttl-node a PersistentTtlNode of
+     * --ttl-ms, both with the data "id". Each prints "READY id" and
+     * "SESSION <session id in hex> <its password in hex>" once connected, starts the node,
+     * prints "CREATED" once its first create (or its write of an existing
+     * node) is done, then, every 10 ms until the stop file exists: when the
+     * file DIR/data holds something new, sets the node's data to it and
+     * prints "SET <data>"; when what its client reads at path changes,
+     * prints "SEES <ephemeral owner in hex> <data>" ("SEES none" while
+     * there is no node). Then it closes the node and prints "DONE id".
+     */
+    static final class Nodes {
+        static final java.util.Set<String> NAMES = new java.util.HashSet<>(java.util.Arrays.asList(
+                "persistent-node", "persistent-ttl-node"));
+
+        static int run(Map<String, String> opts, String connect, String path, String recipe, String id, Path marker,
+                int sessionTimeoutMs, int acquireTimeoutMs) throws Exception {
+            if (!opts.containsKey("stop-file")) {
+                throw new UsageException("--stop-file is required with --recipe " + recipe);
+            }
+            if (recipe.equals("persistent-ttl-node") && !opts.containsKey("ttl-ms")) {
+                throw new UsageException("--ttl-ms is required with --recipe persistent-ttl-node");
+            }
+            Path stop = Paths.get(opts.get("stop-file"));
+            byte[] initial = id.getBytes(StandardCharsets.UTF_8);
+            CuratorFramework client = newClient(connect, sessionTimeoutMs);
+            try {
+                ready(client, opts, connect, id, acquireTimeoutMs);
+                org.apache.zookeeper.ZooKeeper zk = client.getZookeeperClient().getZooKeeper();
+                StringBuilder passwd = new StringBuilder();
+                for (byte b : zk.getSessionPasswd()) {
+                    passwd.append(String.format("%02x", b));
+                }
+                System.out.println("SESSION " + Long.toHexString(zk.getSessionId()) + " " + passwd);
+                System.out.flush();
+                PersistentNode node = null;
+                PersistentTtlNode ttl = null;
+                if (recipe.equals("persistent-node")) {
+                    node = new PersistentNode(client, org.apache.zookeeper.CreateMode.EPHEMERAL, false, path, initial);
+                    node.start();
+                } else {
+                    ttl = new PersistentTtlNode(client, path, intOpt(opts, "ttl-ms", 2), initial);
+                    ttl.start();
+                }
+                boolean created = node != null ? node.waitForInitialCreate(acquireTimeoutMs, TimeUnit.MILLISECONDS)
+                        : ttl.waitForInitialCreate(acquireTimeoutMs, TimeUnit.MILLISECONDS);
+                if (!created) {
+                    throw new IllegalStateException("node " + path + " not created within " + acquireTimeoutMs + "ms");
+                }
+                System.out.println("CREATED");
+                System.out.flush();
+                follow(client, path, node, ttl, marker.resolve("data"), stop, acquireTimeoutMs);
+                if (node != null) {
+                    node.close();
+                } else {
+                    ttl.close();
+                }
+            } finally {
+                client.close();
+            }
+            System.out.println("DONE " + id);
+            System.out.flush();
+            return EXIT_OK;
+        }
+
+        static void follow(CuratorFramework client, String path, PersistentNode node, PersistentTtlNode ttl, Path dataFile,
+                Path stop, long timeoutMs) throws Exception {
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+            String applied = null;
+            String seen = null;
+            while (!Files.exists(stop)) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw new IllegalStateException("stop file " + stop + " did not appear within " + timeoutMs + "ms");
+                }
+                if (Files.exists(dataFile)) {
+                    String want = new String(Files.readAllBytes(dataFile), StandardCharsets.UTF_8);
+                    if (!want.equals(applied)) {
+                        byte[] b = want.getBytes(StandardCharsets.UTF_8);
+                        if (node != null) {
+                            node.setData(b);
+                        } else {
+                            ttl.setData(b);
+                        }
+                        applied = want;
+                        System.out.println("SET " + want);
+                        System.out.flush();
+                    }
+                }
+                String view;
+                try {
+                    org.apache.zookeeper.data.Stat st = new org.apache.zookeeper.data.Stat();
+                    byte[] d = client.getData().storingStatIn(st).forPath(path);
+                    view = Long.toHexString(st.getEphemeralOwner()) + " " + new String(d, StandardCharsets.UTF_8);
+                } catch (org.apache.zookeeper.KeeperException.NoNodeException e) {
+                    view = "none";
+                } catch (org.apache.zookeeper.KeeperException.ConnectionLossException e) {
+                    view = seen; // not connected: nothing new seen
+                }
+                if (view != null && !view.equals(seen)) {
+                    seen = view;
+                    System.out.println("SEES " + view);
+                    System.out.flush();
+                }
+                Thread.sleep(10);
             }
         }
     }

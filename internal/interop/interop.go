@@ -29,6 +29,7 @@
 //	--node-names curator|stock       kazoo only, default curator; see below
 //	--service NAME                   discovery-* only (and required there)
 //	--lock-path P                    atomic-long only: PromotedToLock's lock
+//	--ttl-ms T                       persistent-ttl-node only (and required there)
 //
 // The data recipes (counters, queues, service discovery) share the start
 // (READY, the start file) and the end (DONE) of the protocol below, and
@@ -46,6 +47,19 @@
 // discovery-query (Curator only) follows --service with a ServiceCache and
 // prints "INSTANCES <id>=<payload>@<address>:<port>,..." (sorted by id) at
 // first and after every change, until the stop file exists.
+//
+// The node recipes (Curator only) keep a node at path until the stop file
+// exists: persistent-node an ephemeral PersistentNode (no protection),
+// persistent-ttl-node a PersistentTtlNode of --ttl-ms, both with the data
+// "<id>". After READY each prints "SESSION <its session id in hex> <its
+// password in hex>" (for zktest.ExpireSession), and
+// "CREATED" once the node's first create (or its write of a node that was
+// there) is done; then, polling every 10ms, it sets the node's data to the
+// content of DIR/data whenever that changes, printing "SET <data>" (write
+// the file atomically), and prints "SEES <ephemeral owner in hex> <data>"
+// ("SEES none" while there is no node) whenever what its client reads at
+// path changes. Once the stop file exists it closes the node and prints
+// "DONE <id>".
 //
 // Recipes: mutex is Curator's InterProcessMutex; read and write are the two
 // sides of Curator's InterProcessReadWriteLock; latch is Curator's
@@ -295,6 +309,7 @@ type Args struct {
 	KazooStockNaming bool          // --node-names stock (kazoo only)
 	Service          string        // --service, for "discovery-register" and "discovery-query"
 	LockPath         string        // --lock-path, for "atomic-long": promote to this lock
+	TTL              time.Duration // --ttl-ms, for "persistent-ttl-node"
 }
 
 // Argv returns a's command-line arguments in the contenders' format. It
@@ -338,6 +353,9 @@ func (a Args) Argv() ([]string, error) {
 	}
 	if a.LockPath != "" {
 		argv = append(argv, "--lock-path", a.LockPath)
+	}
+	if a.TTL > 0 {
+		argv = append(argv, "--ttl-ms", strconv.FormatInt(a.TTL.Milliseconds(), 10))
 	}
 	return argv, nil
 }
