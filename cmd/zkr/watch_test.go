@@ -44,6 +44,12 @@ func TestWatch(t *testing.T) {
 		{func() error { _, err := conn.Create(path+"/b", []byte(" "), 0, acl); return err }, "created " + path + `/b v0 " "` + "\n"},
 		{func() error { return conn.Delete(path+"/b", -1) }, "deleted " + path + `/b v0 " "` + "\n"},
 	}
+	// The --node watcher too must have read the tree before the first
+	// change, or it starts from the changed node.
+	nodeInit := "created " + path + "/a v0 one\ninitialized " + path + "/a\n"
+	eventually(t, 10*time.Second, "zkr watch --node did not print "+nodeInit, func() bool {
+		return node.stdout.String() == nodeInit
+	})
 	for i := 0; ; i++ {
 		eventually(t, 10*time.Second, "zkr watch did not print "+want, func() bool {
 			return text.stdout.String() == want && strings.Count(js.stdout.String(), "\n") == strings.Count(want, "\n")
