@@ -86,7 +86,31 @@ func handshake(t testing.TB, nc net.Conn, req jute.ConnectRequest) (*rawClient, 
 	}
 	var resp jute.ConnectResponse
 	resp.Decode(jute.NewDecoder(p))
-	return &rawClient{t: t, nc: nc, id: resp.SessionID, passwd: resp.Passwd, timeout: resp.TimeOut}, resp, nil
+	c := &rawClient{t: t, nc: nc, id: resp.SessionID, passwd: resp.Passwd, timeout: resp.TimeOut}
+	if resp.SessionID != 0 {
+		t.Cleanup(c.closeSession)
+	}
+	return c, resp, nil
+}
+
+// closeSession ends c's session when its test ends, if this connection
+// still carries it. A session left to expire would end a few seconds
+// later, in whatever case is running then: its expiry is a transaction,
+// which shifts the zxids of that case's transcript on one server only.
+func (c *rawClient) closeSession() {
+	c.nc.SetDeadline(time.Now().Add(2 * time.Second))
+	r := jute.Request{Xid: c.xid + 1, Op: jute.OpCloseSession}
+	e := jute.NewFrameEncoder()
+	r.Encode(e)
+	if _, err := c.nc.Write(e.Frame()); err != nil {
+		return
+	}
+	for {
+		f, err := c.readFrame()
+		if err != nil || f.hdr.Xid == r.Xid {
+			return
+		}
+	}
 }
 
 func newRaw(t testing.TB, addr string) *rawClient {
