@@ -169,7 +169,7 @@ func (w watched) event() <-chan zkclient.Event { return w.w.Event() }
 
 // stop removes the watch without waiting: the request that removes the
 // server's watch (when nobody else of the session needs it) is sent, its
-// answer not awaited.
+// answer not awaited. It relies on Remove sending even with an ended ctx.
 func (w watched) stop() {
 	if w.w == nil {
 		return

@@ -4,7 +4,9 @@
 // persistent watches that never drop an event, and the session's life
 // reported as a stream of states. A blocking call whose context has
 // already ended returns the context's error and sends nothing, so its
-// outcome is known: nothing was done.
+// outcome is known: nothing was done. The Remove methods of watches are the
+// exception: they always send the removal, and wait for its answer only
+// while ctx allows.
 //
 // It speaks ZooKeeper 3.5 to 3.9's wire protocol (internal/jute): TLS
 // (secureClientPort), digest and other auth schemes, SASL (WithSASL:

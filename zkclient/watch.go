@@ -73,6 +73,8 @@ func (w *Watch) Event() <-chan Event { return w.ch }
 // Remove stops the watch: no event will be delivered on it. When it was the
 // last registrant on its node, the server's watch is removed too (waiting
 // for the answer while ctx allows); otherwise the request is not needed.
+// The removal is sent even if ctx has already ended (unlike the other
+// blocking calls), so a caller can remove a watch without waiting.
 // It returns nil if the watch had fired already.
 func (w *Watch) Remove(ctx context.Context) error {
 	if w == nil {
@@ -114,7 +116,8 @@ func (w *PersistentWatch) Next(ctx context.Context) (Event, error) { return w.s.
 func (w *PersistentWatch) Ready() <-chan struct{} { return w.s.Ready() }
 
 // Remove ends the watch, on the server too when no other registrant of
-// this client watches the node.
+// this client watches the node. As Watch.Remove, it sends the removal even
+// if ctx has already ended, and waits for the answer only while ctx allows.
 func (w *PersistentWatch) Remove(ctx context.Context) error {
 	t := &w.c.watches
 	t.mu.Lock()
