@@ -100,6 +100,11 @@ func (q *LockingQueue) withdraw(ctx context.Context, p string) (taken bool, err 
 		return false, nil
 	case len(res) == 3 && (errors.Is(res[0].Err, zkclient.ErrNodeExists) || errors.Is(res[1].Err, zkclient.ErrNoNode)):
 		return true, nil // locked by a consumer, or consumed
+	case len(res) == 3 && errors.Is(res[0].Err, zkclient.ErrNoNode):
+		// No lock folder (made after the entries folder, so a crash can
+		// leave it missing): no consumer can hold the item, and a plain
+		// delete withdraws it.
+		return s.deleteItem(ctx, p)
 	}
 	return false, err
 }

@@ -219,6 +219,18 @@ func TestLockingQueueOfferLate(t *testing.T) {
 		e.empty(path + "/entries")
 		e.empty(path + "/taken")
 	})
+	t.Run("no lock folder", func(t *testing.T) {
+		// The lock folder gone (a crash between making the two folders):
+		// no consumer can hold the item, so the withdrawal deletes it.
+		e, p, path, _, offer := lateLockingOffers(t)
+		err := e.offerLate(p, path+"/entries", offer, func(string) {
+			must(t, e.admin.Delete(path+"/taken", -1), "delete the lock folder")
+		}, p.Pass)
+		if !errors.Is(err, context.Canceled) || errors.Is(err, zkrecipes.ErrWriteUnconfirmed) {
+			t.Errorf("Offer cancelled with its answer late, no lock folder = %v, want the context's error", err)
+		}
+		e.empty(path + "/entries")
+	})
 	t.Run("consumed", func(t *testing.T) {
 		e, p, path, consumer, offer := lateLockingOffers(t)
 		ctx := ctxTimeout(t, 30*time.Second)
