@@ -205,9 +205,17 @@ func (q *LockingQueue) take(ctx context.Context) (*QueueItem, error) {
 // lock creates the lock of the item e and reads the item. It returns nil,
 // and no error, if another consumer locked it first or consumed it
 // meanwhile.
-func (q *LockingQueue) lock(ctx context.Context, e string) (*QueueItem, error) {
+func (q *LockingQueue) lock(ctx context.Context, e string) (it *QueueItem, err error) {
 	s, lock := q.s, q.taken+"/"+e
-	for lost := false; ; {
+	lost := false
+	defer func() {
+		if err != nil && lost {
+			// An attempt whose answer was lost may have made the lock:
+			// it must not stay while the session lives.
+			s.removeLater(func(ctx context.Context) error { return q.unlock(ctx, e) })
+		}
+	}()
+	for {
 		_, err := s.create(ctx, lock, q.id, zkclient.Ephemeral)
 		if errors.Is(err, ErrConnectionLoss) {
 			lost = true
@@ -238,9 +246,10 @@ func (q *LockingQueue) lock(ctx context.Context, e string) (*QueueItem, error) {
 	}
 	data, _, err := s.getData(ctx, q.entries+"/"+e)
 	if err != nil {
-		cctx, cancel := s.cleanupContext(ctx)
-		defer cancel()
-		s.remove(cctx, lock)
+		if q.unlock(ctx, e) != nil {
+			// Not confirmed in time: the lock must still go.
+			s.removeLater(func(ctx context.Context) error { return q.unlock(ctx, e) })
+		}
 		if errors.Is(err, zkclient.ErrNoNode) {
 			return nil, nil // consumed meanwhile
 		}
@@ -360,8 +369,12 @@ func (it *QueueItem) Release(ctx context.Context) error {
 
 // unlock deletes the item's lock if it is still this session's (even if
 // ctx is already cancelled, bounded by the session timeout).
-func (it *QueueItem) unlock(ctx context.Context) error {
-	s, lock := it.q.s, it.q.taken+"/"+it.name
+func (it *QueueItem) unlock(ctx context.Context) error { return it.q.unlock(ctx, it.name) }
+
+// unlock deletes the lock of the item name if it is still this session's
+// (even if ctx is already cancelled, bounded by the session timeout).
+func (q *LockingQueue) unlock(ctx context.Context, name string) error {
+	s, lock := q.s, q.taken+"/"+name
 	if err := s.Err(); err != nil {
 		return err
 	}
