@@ -86,6 +86,7 @@ type PersistentNode struct {
 	s       *Session
 	actual  string // the node's path once made (with its sequence number)
 	present bool   // the node was last seen there, ours
+	unsent  bool   // SetData changed data while no node was present, after the last create took its data
 	prefix  string // protected prefix of a sequential node's first create
 	data    []byte
 	owned   []*Session // sessions renew returned
@@ -200,13 +201,19 @@ func (n *PersistentNode) SetData(ctx context.Context, data []byte) error {
 	}
 	n.data = bytes.Clone(data)
 	s, p, present := n.s, n.actual, n.present
+	if !present {
+		n.unsent = true
+	}
 	n.mu.Unlock()
 	if !present {
-		return nil // the re-creation will carry the data
+		return nil // the re-creation (or keepOn, if a create is done already) will carry the data
 	}
 	_, err := s.setData(ctx, p, data, -1)
 	switch {
 	case errors.Is(err, zkclient.ErrNoNode):
+		n.mu.Lock()
+		n.unsent = true
+		n.mu.Unlock()
 		return nil // the re-creation will carry the data
 	case s.Err() != nil && n.renew != nil && errors.Is(s.Err(), ErrSessionExpired):
 		return nil // so will the node on the next session
@@ -332,7 +339,25 @@ func (n *PersistentNode) keepOn(ctx context.Context, s *Session) error {
 		}
 		p := n.actual
 		n.present = true
+		unsent := n.unsent
 		n.mu.Unlock()
+		if unsent {
+			// SetData ran after the create took its data and before
+			// the node was marked present: write what it set.
+			n.opMu.Lock()
+			n.mu.Lock()
+			data := bytes.Clone(n.data)
+			n.unsent = false
+			n.mu.Unlock()
+			_, err := s.setData(ctx, p, data, -1)
+			n.opMu.Unlock()
+			if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
+				n.mu.Lock()
+				n.present = false
+				n.mu.Unlock()
+				return err
+			}
+		}
 		err := n.watch(ctx, s, p)
 		n.mu.Lock()
 		n.present = false
@@ -370,7 +395,10 @@ func (n *PersistentNode) ensure(ctx context.Context, s *Session) error {
 	for {
 		p, mode := n.target()
 		n.opMu.Lock()
-		data := n.Data()
+		n.mu.Lock()
+		data := bytes.Clone(n.data)
+		n.unsent = false
+		n.mu.Unlock()
 		made, err := s.create(ctx, p, data, mode)
 		n.opMu.Unlock()
 		switch {
