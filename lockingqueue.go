@@ -212,7 +212,7 @@ func (q *LockingQueue) lock(ctx context.Context, e string) (it *QueueItem, err e
 		if err != nil && lost {
 			// An attempt whose answer was lost may have made the lock:
 			// it must not stay while the session lives.
-			s.removeLater(func(ctx context.Context) error { return q.unlock(ctx, e) })
+			q.unlockLater(e)
 		}
 	}()
 	for {
@@ -248,7 +248,7 @@ func (q *LockingQueue) lock(ctx context.Context, e string) (it *QueueItem, err e
 	if err != nil {
 		if q.unlock(ctx, e) != nil {
 			// Not confirmed in time: the lock must still go.
-			s.removeLater(func(ctx context.Context) error { return q.unlock(ctx, e) })
+			q.unlockLater(e)
 		}
 		if errors.Is(err, zkclient.ErrNoNode) {
 			return nil, nil // consumed meanwhile
@@ -301,7 +301,7 @@ func (it *QueueItem) Consume(ctx context.Context) error {
 			// item may still be there, locked by a session that lives on
 			// and no longer works on it. Give it back once the server
 			// answers, or the next consumer waits for this session's end.
-			it.q.s.removeLater(it.unlock)
+			it.q.unlockLater(it.name)
 			if !errors.Is(err, ErrNodeLost) {
 				err = fmt.Errorf("%w: giving the item back in the background (%w)", ErrReleaseUnconfirmed, err)
 			}
@@ -370,6 +370,13 @@ func (it *QueueItem) Release(ctx context.Context) error {
 // unlock deletes the item's lock if it is still this session's (even if
 // ctx is already cancelled, bounded by the session timeout).
 func (it *QueueItem) unlock(ctx context.Context) error { return it.q.unlock(ctx, it.name) }
+
+// unlockLater runs unlock in the background until it succeeds or the
+// session is over: a lock of ours that could not be deleted in time must
+// still go while the session lives.
+func (q *LockingQueue) unlockLater(name string) {
+	q.s.removeLater(func(ctx context.Context) error { return q.unlock(ctx, name) })
+}
 
 // unlock deletes the lock of the item name if it is still this session's
 // (even if ctx is already cancelled, bounded by the session timeout).
