@@ -320,7 +320,9 @@ func (s *Session) startCreate(p string, data []byte, mode zkclient.CreateMode) *
 }
 
 // createWait waits for a create started by startCreate; if ctx ends first,
-// it waits on (bounded) and deletes the node if it was made.
+// it waits on (bounded by the session timeout) and deletes the node if it
+// was made; an answer that comes later still has its node deleted, in the
+// background, while the session lives.
 func (s *Session) createWait(ctx context.Context, call *zkclient.Call[zkclient.Created]) (zkclient.Created, error) {
 	r, err := call.Wait(ctx)
 	if err == nil || ctx.Err() == nil {
@@ -328,8 +330,22 @@ func (s *Session) createWait(ctx context.Context, call *zkclient.Call[zkclient.C
 	}
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
-	if r, err := call.Wait(cctx); err == nil {
-		s.remove(cctx, r.Path)
+	r, err = call.Wait(cctx)
+	switch {
+	case err == nil:
+		if s.remove(cctx, r.Path) != nil {
+			s.removeLater(func(ctx context.Context) error { return s.remove(ctx, r.Path) })
+		}
+	case cctx.Err() != nil:
+		// No answer within the session timeout: the node may still be
+		// made, and must not stay while the session lives.
+		s.removeLater(func(ctx context.Context) error {
+			r, err := call.Wait(ctx)
+			if err != nil {
+				return nil // not made, or the session is over
+			}
+			return s.remove(ctx, r.Path)
+		})
 	}
 	return zkclient.Created{}, ctx.Err()
 }
