@@ -1,0 +1,5 @@
+//go:build !race
+
+package zktest
+
+const raceEnabled = false
