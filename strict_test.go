@@ -18,11 +18,21 @@ import (
 
 // strictTrial holds a strict lock through the proxy px, makes the link slow
 // by delay each way, then stalls it with stall, and has a second session
-// (on second) contend. Lost must close before the second is granted.
+// (on second) contend. Lost must be closed when the second is granted.
+//
+// The holder and the second contender run in this test's process: when
+// the whole process is frozen (a stall injector, a starved machine) while
+// the margin passes, both go on only when it thaws, and the check is what
+// strict mode promises a process that runs: its holding reads as lost
+// before another can have been granted the lock, because the server
+// cannot have expired the session before the margin ran out. A holder
+// whose own process is frozen across the margin and the expiry cannot be
+// told anything until it runs again (see WithStrict).
 func strictTrial(t *testing.T, e *env, px *zktest.Proxy, second []string, delay time.Duration, stall func(), unstall func()) (lostAfter time.Duration) {
 	t.Helper()
-	ctx := ctxTimeout(t, time.Minute)
+	ctx := ctxTimeout(t, zktest.Bound(time.Minute))
 	lock := e.path + "/lock"
+	// Not scaled: the delays are chosen against this timeout's margin.
 	const timeout = 3 * time.Second
 	holder := e.sessionOn([]string{px.Addr()}, zkrecipes.WithStrict(), zkrecipes.WithSessionTimeout(timeout))
 	m1 := zkrecipes.NewMutex(holder, lock)
@@ -41,17 +51,16 @@ func strictTrial(t *testing.T, e *env, px *zktest.Proxy, second []string, delay 
 	m2 := zkrecipes.NewMutex(other, lock)
 	must(t, m2.Lock(ctx), "second: Lock")
 	granted := time.Now()
-	var lostAt time.Time
+	// The channel itself, not the time the goroutine above got to run:
+	// after a freeze of this process it may run after this check.
 	select {
-	case lostAt = <-lost:
+	case <-m1.Lost():
 	default:
 		t.Fatalf("delay %v: the second session was granted the lock %v after the stall while the holder's Lost was open",
 			delay, granted.Sub(stalled).Round(time.Millisecond))
 	}
-	if !lostAt.Before(granted) {
-		t.Fatalf("delay %v: Lost closed %v after the second was granted", delay, lostAt.Sub(granted))
-	}
-	t.Logf("delay %v each way: Lost %v after the stall, second granted %v after it",
+	lostAt := <-lost
+	t.Logf("delay %v each way: Lost seen %v after the stall, second granted %v after it",
 		delay, lostAt.Sub(stalled).Round(time.Millisecond), granted.Sub(stalled).Round(time.Millisecond))
 	unstall()
 	must(t, m2.Unlock(ctx), "second: Unlock")
@@ -81,10 +90,13 @@ func TestStrictSlowLinkStalledProxy(t *testing.T) {
 
 // TestStrictSlowLinkStalledMember is the scenario as reported: a 3-member
 // ensemble, the holder's link delayed, then its member stalled (SIGSTOP);
-// the second contender is connected to another member.
+// the second contender is connected to another member. The member stays
+// paused while the test's processes are frozen and thawed from outside
+// (zktest's Pause holds against a SIGCONT), or the holder's session would
+// live on and the second never be granted.
 func TestStrictSlowLinkStalledMember(t *testing.T) {
 	cluster := startEnsemble(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(30*time.Second))
 	defer cancel()
 	// The holder's member is a follower, so the ensemble keeps its leader.
 	h := -1

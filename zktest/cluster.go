@@ -283,13 +283,16 @@ func (c *Cluster) Kill(i int) error {
 // Pause stalls member i with SIGSTOP, as a long garbage collection or a
 // frozen machine would: its connections stay open and silent, it neither
 // answers clients nor takes part in the ensemble, until Resume. Pausing a
-// member that is not running does nothing. (With ZKTEST_SERVER=zkserver
-// the embedded server cannot be paused: Pause returns an error.)
+// member that is not running does nothing. The pause holds until Resume,
+// Stop or Kill even if something else sends the member SIGCONT (a stall
+// injector freezing and thawing the test's process tree): it is stopped
+// again within milliseconds. (With ZKTEST_SERVER=zkserver the embedded
+// server cannot be paused: Pause returns an error.)
 func (c *Cluster) Pause(i int) error {
 	if c.member(i) == nil {
 		return errors.New("zktest: the embedded server cannot be paused")
 	}
-	return c.member(i).signal(syscall.SIGSTOP)
+	return c.member(i).pause()
 }
 
 // Resume lets member i go on after Pause (SIGCONT).
@@ -297,7 +300,7 @@ func (c *Cluster) Resume(i int) error {
 	if c.member(i) == nil {
 		return errors.New("zktest: the embedded server cannot be paused")
 	}
-	return c.member(i).signal(syscall.SIGCONT)
+	return c.member(i).resume()
 }
 
 // Restart starts the stopped or killed member i again with the same
