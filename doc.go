@@ -37,9 +37,12 @@
 // while it is paused or partitioned. Mutex.Lost reports that, at session
 // expiry for sure and, with WithStrict, as soon as half the session
 // timeout has passed since the send time of the newest request the server
-// answered, before expiry is possible. Because a holder may still act
-// before it notices, Mutex.Token gives a fencing token: a number that
-// strictly increases from one holder to the next. Send it with every write
-// to the guarded resource, and have the resource reject writes carrying a
-// token lower than the highest it has accepted.
+// answered, before expiry is possible, provided the holder's process runs:
+// a process that is frozen (a long pause, a suspended machine) is told
+// only once it runs again, possibly after another holder was granted the
+// lock. Because a holder may still act before it notices, Mutex.Token
+// gives a fencing token: a number that strictly increases from one holder
+// to the next. Send it with every write to the guarded resource, and have
+// the resource reject writes carrying a token lower than the highest it
+// has accepted.
 package zkrecipes
