@@ -89,3 +89,53 @@ func Watches(ctx context.Context, addr string) (int, error) {
 	}
 	return strconv.Atoi(m[1])
 }
+
+// Watchers returns how many watch registrations the server at addr holds
+// on the node at path, from its answer to the four-letter word "wchp"
+// (one line per session under each watched path). Unlike [Watches], a
+// count per path is not disturbed by the watches of other tests.
+func Watchers(ctx context.Context, addr, path string) (int, error) {
+	out, err := FourLetter(ctx, addr, "wchp")
+	if err != nil {
+		return 0, err
+	}
+	n, in := 0, false
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "/"):
+			in = l == path
+		case in && sessionLine.MatchString(l):
+			n++
+		}
+	}
+	return n, nil
+}
+
+var sessionLine = regexp.MustCompile(`^\s+0x[0-9a-f]+`)
+
+// Sessions returns the ids of the sessions the server at addr tracks
+// (connected or not, until they expire), from the session tracker part
+// of its answer to the four-letter word "dump". It is meant for a
+// standalone server: an ensemble's followers list only their own.
+func Sessions(ctx context.Context, addr string) ([]int64, error) {
+	out, err := FourLetter(ctx, addr, "dump")
+	if err != nil {
+		return nil, err
+	}
+	head, _, ok := strings.Cut(out, "ephemeral nodes dump:")
+	if !ok || !strings.Contains(head, "SessionTracker dump:") {
+		return nil, fmt.Errorf("zktest: dump to %s: no session tracker in %q", addr, out)
+	}
+	var ids []int64
+	for _, l := range strings.Split(head, "\n") {
+		if !sessionLine.MatchString(l) {
+			continue
+		}
+		id, err := strconv.ParseUint(strings.TrimSpace(l)[2:], 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("zktest: dump to %s: %q: %w", addr, l, err)
+		}
+		ids = append(ids, int64(id))
+	}
+	return ids, nil
+}

@@ -1,7 +1,10 @@
 package zktest
 
 import (
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 )
 
 func TestFourLetter(t *testing.T) {
@@ -33,5 +36,33 @@ func TestServerMode(t *testing.T) {
 		if got, _ := serverMode(in); got != want {
 			t.Errorf("serverMode(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestWatchersAndSessions(t *testing.T) {
+	checkLeaks(t)
+	addr := sharedAddr(t)
+	ctx := testContext(t)
+	before, err := Sessions(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := connectZK(t, addr)
+	p := fmt.Sprintf("/watchers-%d", time.Now().UnixNano())
+	if _, _, _, err := c.ExistsW(p); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Watchers(ctx, addr, p); err != nil || n != 1 {
+		t.Fatalf("Watchers(%s) = %d, %v; want 1", p, n, err)
+	}
+	if n, err := Watchers(ctx, addr, p+"-other"); err != nil || n != 0 {
+		t.Fatalf("Watchers of an unwatched path = %d, %v; want 0", n, err)
+	}
+	ids, err := Sessions(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(ids, c.SessionID()) || len(ids) != len(before)+1 {
+		t.Fatalf("Sessions = %x, want those before (%x) and 0x%x", ids, before, c.SessionID())
 	}
 }
