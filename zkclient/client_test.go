@@ -409,12 +409,14 @@ func TestCancelledCallLateReply(t *testing.T) {
 	e := newEnv(t)
 	c, px := e.connectProxied()
 	c.Create(e.ctx, e.base+"/a", []byte("A"), zkclient.Persistent, all)
-	px.Delay(300 * time.Millisecond)
+	// The reply is delayed longer than the call may take to return.
+	delay := zktest.Bound(time.Second)
+	px.Delay(delay)
 	ctx, cancel := context.WithTimeout(e.ctx, 50*time.Millisecond)
 	t0 := time.Now()
 	_, _, err := c.Get(ctx, e.base+"/a")
 	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) > 250*time.Millisecond {
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) > delay-50*time.Millisecond {
 		t.Fatalf("cancelled get: %v after %v", err, time.Since(t0))
 	}
 	px.Pass()
@@ -504,7 +506,7 @@ func TestCloseOnDeadLink(t *testing.T) {
 	px.Blackhole()
 	t0 := time.Now()
 	err := c.Close()
-	if !errors.Is(err, zkclient.ErrCloseUnconfirmed) || time.Since(t0) > 2*time.Second {
+	if !errors.Is(err, zkclient.ErrCloseUnconfirmed) || time.Since(t0) > zktest.Bound(2*time.Second) {
 		t.Fatalf("close on a dead link: %v after %v", err, time.Since(t0))
 	}
 	if c.Close() != nil {

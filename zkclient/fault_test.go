@@ -264,7 +264,7 @@ func misbehave(grant time.Duration, bad int, fault func(n int, fc *fakeConn)) fu
 // close timeouts.
 func fakeConnect(t *testing.T, f *fakeZK, opts ...zkclient.Option) *zkclient.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
 	defer cancel()
 	c, err := zkclient.Connect(ctx, []string{f.addr()}, append([]zkclient.Option{
 		zkclient.WithSessionTimeout(fakeGrant),
@@ -277,9 +277,10 @@ func fakeConnect(t *testing.T, f *fakeZK, opts ...zkclient.Option) *zkclient.Cli
 	return c
 }
 
-// nextState waits for the next state change.
+// nextState waits for the next state change, for up to zktest.Bound(d).
 func nextState(t *testing.T, s *zkclient.StateStream, d time.Duration) zkclient.StateEvent {
 	t.Helper()
+	d = zktest.Bound(d)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	ev, err := s.Next(ctx)
@@ -328,14 +329,14 @@ func TestFaultMidFrameClose(t *testing.T) {
 	c := fakeConnect(t, f)
 	states := c.States()
 	defer states.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
 	defer cancel()
 	t0 := time.Now()
 	_, _, err := c.Get(ctx, "/in-flight")
 	if !errors.Is(err, zkclient.ErrConnectionLoss) {
 		t.Fatalf("get cut mid-frame: %v, want ErrConnectionLoss", err)
 	}
-	if d := time.Since(t0); d > 2*time.Second {
+	if d := time.Since(t0); d > zktest.Bound(2*time.Second) {
 		t.Fatalf("get cut mid-frame failed only after %v", d)
 	}
 	expectState(t, states, zkclient.StateSuspended, 5*time.Second)
@@ -390,7 +391,7 @@ func TestFaultReplyOutOfOrder(t *testing.T) {
 			c := fakeConnect(t, f)
 			states := c.States()
 			defer states.Stop()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
 			defer cancel()
 			a, b := c.GetAsync("/a"), c.GetAsync("/b")
 			na, errA := a.Wait(ctx)
@@ -435,7 +436,7 @@ func TestFaultHugeReplyFrame(t *testing.T) {
 	c := fakeConnect(t, f)
 	states := c.States()
 	defer states.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
 	for _, n := range lengths {
 		var before, after runtime.MemStats
@@ -449,7 +450,7 @@ func TestFaultHugeReplyFrame(t *testing.T) {
 		if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
 			t.Fatalf("reply of declared length %#x: %d MiB allocated to refuse it", n, grew>>20)
 		}
-		if d := time.Since(t0); d > 2*time.Second {
+		if d := time.Since(t0); d > zktest.Bound(2*time.Second) {
 			t.Fatalf("reply of declared length %#x: dropped only after %v", n, d)
 		}
 		expectState(t, states, zkclient.StateSuspended, 5*time.Second)
@@ -522,7 +523,7 @@ func TestFaultResumeExpired(t *testing.T) {
 	f := startFake(t, func(n int, fc *fakeConn) {
 		fc.answer(0, 0, make([]byte, 16))
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
 	defer cancel()
 	c, err := zkclient.Connect(ctx, []string{f.addr()}, zkclient.WithSession(0x1234, fakePasswd))
 	if err == nil {
@@ -569,7 +570,7 @@ func TestFaultExpiredOnReconnect(t *testing.T) {
 	c := fakeConnect(t, f)
 	states := c.States()
 	defer states.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
 	defer cancel()
 	_, _, w, err := c.GetW(ctx, "/watched")
 	if err != nil {
@@ -582,7 +583,7 @@ func TestFaultExpiredOnReconnect(t *testing.T) {
 	expectState(t, states, zkclient.StateExpired, 5*time.Second)
 	select {
 	case <-c.Done():
-	case <-time.After(time.Second):
+	case <-time.After(zktest.Bound(time.Second)):
 		t.Fatal("Done not closed after the expiry")
 	}
 	if st := c.State(); st != zkclient.StateExpired {
@@ -602,7 +603,7 @@ func TestFaultExpiredOnReconnect(t *testing.T) {
 		if ev.Type != zkclient.EventNotWatching || !errors.Is(ev.Err, zkclient.ErrSessionExpired) {
 			t.Fatalf("watch after the expiry: %+v", ev)
 		}
-	case <-time.After(time.Second):
+	case <-time.After(zktest.Bound(time.Second)):
 		t.Fatal("watch not ended by the expiry")
 	}
 	time.Sleep(500 * time.Millisecond) // a client that opened a new session would have dialled by now
@@ -691,7 +692,7 @@ func TestFaultPipelinedBursts(t *testing.T) {
 		}
 	})
 	c := fakeConnect(t, f)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(20*time.Second))
 	defer cancel()
 	calls := make([]*zkclient.Call[zkclient.Node], n)
 	for i := range calls {
@@ -728,7 +729,7 @@ func TestFaultCancelInFlight(t *testing.T) {
 		fc.serveWell()
 	}))
 	c := fakeConnect(t, f)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
 	defer cancel()
 	slow := c.GetAsync("/slow")
 	cctx, ccancel := context.WithCancel(ctx)
@@ -738,7 +739,7 @@ func TestFaultCancelInFlight(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("wait with a cancelled context: %v", err)
 	}
-	if d := time.Since(t0); d > time.Second {
+	if d := time.Since(t0); d > zktest.Bound(time.Second) {
 		t.Fatalf("wait returned %v after its context was cancelled at 50ms", d)
 	}
 	select {
@@ -850,7 +851,7 @@ func TestFaultPings(t *testing.T) {
 	// 2/3 of the timeout since it last heard from the server, not before
 	// (a lower bound, unscaled), nor much later.
 	close(stopAnswering)
-	ev := nextState(t, states, zktest.Bound(5*time.Second))
+	ev := nextState(t, states, 5*time.Second)
 	lastMu.Lock()
 	silent := time.Since(lastAnswer)
 	lastMu.Unlock()
@@ -860,5 +861,5 @@ func TestFaultPings(t *testing.T) {
 	if silent < grant/2 || silent > 2*grant/3+zktest.Bound(time.Second) {
 		t.Fatalf("connection dropped %v after the last answer; want about %v", silent, 2*grant/3)
 	}
-	expectState(t, states, zkclient.StateReconnected, zktest.Bound(5*time.Second))
+	expectState(t, states, zkclient.StateReconnected, 5*time.Second)
 }

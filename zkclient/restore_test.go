@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // Watches restored after a reconnection are sent in several setWatches2
@@ -43,7 +44,7 @@ func TestManyWatchesRestored(t *testing.T) {
 	}
 	px.Refuse(false)
 	waitState(t, states, zkclient.StateReconnected)
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(zktest.Bound(20 * time.Second))
 	for i, w := range ws {
 		select {
 		case ev := <-w.Event():

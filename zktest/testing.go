@@ -2,9 +2,11 @@ package zktest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // StartT starts ZooKeeper like Start and closes it when the test ends
@@ -87,4 +89,24 @@ func (e *missingError) Unwrap() error { return e.err }
 func inCI() bool {
 	ci, _ := strconv.ParseBool(os.Getenv("CI"))
 	return ci
+}
+
+// NoSessions waits up to [Bound](d) for the server at addr to track no
+// session (see [Sessions]), and returns an error listing those left. At the
+// end of a package whose tests share one server (TestMain), it tells that
+// every test closed its sessions; d covers the timeout of a session whose
+// client could not say goodbye (a dead link, a killed process).
+func NoSessions(addr string, d time.Duration) error {
+	return Poll(Bound(d), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), Bound(5*time.Second))
+		defer cancel()
+		ids, err := Sessions(ctx, addr)
+		if err != nil {
+			return err
+		}
+		if len(ids) > 0 {
+			return fmt.Errorf("%d sessions left on %s: %#x", len(ids), addr, ids)
+		}
+		return nil
+	})
 }
