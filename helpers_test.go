@@ -13,13 +13,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
@@ -56,15 +56,21 @@ func newEnv(t *testing.T) *env {
 
 func newEnvOn(t *testing.T, servers []string) *env {
 	t.Helper()
-	leaks := goleak.IgnoreCurrent()
-	e := &env{t: t, servers: servers, path: "/test/" + unsafeChars.ReplaceAllString(t.Name(), "_")}
+	zktest.CheckLeaks(t)
+	e := &env{t: t, servers: servers, path: testPath(t)}
 	e.admin, e.adminEv = rawConn(t, servers)
 	t.Cleanup(func() {
 		deleteTree(e.admin, e.path)
 		closeRaw(e.admin, e.adminEv)
-		goleak.VerifyNone(t, leaks)
 	})
 	return e
+}
+
+// testPath returns a path for one run of the test: its name and the time,
+// so that a second run in the same process (-count=2) starts afresh even
+// if the first left something behind.
+func testPath(t *testing.T) string {
+	return fmt.Sprintf("/test/%s-%s", unsafeChars.ReplaceAllString(t.Name(), "_"), strconv.FormatInt(time.Now().UnixNano(), 36))
 }
 
 // session opens a Session that is closed when the test ends.
@@ -75,7 +81,7 @@ func (e *env) session(opts ...zkrecipes.SessionOption) *zkrecipes.Session {
 
 func (e *env) sessionOn(servers []string, opts ...zkrecipes.SessionOption) *zkrecipes.Session {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(20*time.Second))
 	defer cancel()
 	s, err := zkrecipes.NewSession(ctx, servers, opts...)
 	if err != nil {
@@ -148,7 +154,7 @@ func (e *env) proxy() *zktest.Proxy {
 func (e *env) expire(s *zkrecipes.Session) {
 	e.t.Helper()
 	id, pw := s.Credentials()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
 	if err := zktest.ExpireSession(ctx, e.servers[0], id, pw); err != nil {
 		e.t.Fatalf("expire session 0x%x: %v", id, err)
@@ -159,7 +165,7 @@ func (e *env) expire(s *zkrecipes.Session) {
 // that is already gone is fine.
 func expireSession(t *testing.T, addr string, s *zkrecipes.Session) {
 	id, pw := s.Credentials()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
 	err := zktest.ExpireSession(ctx, addr, id, pw)
 	if err != nil && !errors.Is(err, zktest.ErrNoSession) && s.Err() == nil {
@@ -167,12 +173,15 @@ func expireSession(t *testing.T, addr string, s *zkrecipes.Session) {
 	}
 }
 
-// watches returns the number of watches the server (the first) holds.
+// watches returns the number of watches the server (the first) holds on
+// the test's own nodes (e.path and below): not the server-wide total, so a
+// watch another test left behind (a killed contender's, until its session
+// expires) does not count.
 func (e *env) watches() int {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
 	defer cancel()
-	n, err := zktest.Watches(ctx, e.servers[0])
+	n, err := zktest.WatchersUnder(ctx, e.servers[0], e.path)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -197,13 +206,12 @@ func rawConn(t testing.TB, servers []string) (*zk.Conn, <-chan zk.Event) {
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for c.State() != zk.StateHasSession {
-		if time.Now().After(deadline) {
-			t.Fatalf("admin connection to %v: no session", servers)
+	zktest.Eventually(t, 20*time.Second, fmt.Sprintf("admin connection to %v", servers), func() error {
+		if st := c.State(); st != zk.StateHasSession {
+			return fmt.Errorf("state %v", st)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	return c, ev
 }
 
@@ -227,8 +235,10 @@ func deleteTree(c *zk.Conn, p string) {
 
 // Waiting and checking.
 
+// ctxTimeout returns a context that ends after zktest.Bound(d) or when the
+// test ends.
 func ctxTimeout(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(d))
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -251,16 +261,29 @@ func check(t *testing.T, err error, what string, args ...any) bool {
 	return true
 }
 
-// waitFor polls cond (a test-side observation of the tree) until it holds.
+// waitFor polls cond (a test-side observation of the tree) until it holds,
+// for up to zktest.Bound(30s). A wait that can say what it saw uses
+// zktest.Eventually, whose failure quotes the last error.
 func (e *env) waitFor(what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
+	zktest.Eventually(e.t, 30*time.Second, what, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
+}
+
+// waitWatches waits until the server holds n watches on the test's nodes
+// (env.watches); the failure says how many it saw last.
+func (e *env) waitWatches(what string, n int) {
+	e.t.Helper()
+	zktest.Eventually(e.t, 30*time.Second, what, func() error {
+		if got := e.watches(); got != n {
+			return fmt.Errorf("%d watches under %s, want %d", got, e.path, n)
+		}
+		return nil
+	})
 }
 
 // async runs f on its own goroutine and delivers its result.
@@ -270,15 +293,16 @@ func async(f func() error) <-chan error {
 	return ch
 }
 
-// result waits for an async call to return; a call still blocked after 30s
-// fails the test.
+// result waits for an async call to return; a call still blocked after
+// zktest.Bound(30s) fails the test.
 func result(t *testing.T, ch <-chan error, what string) error {
 	t.Helper()
+	d := zktest.Bound(30 * time.Second)
 	select {
 	case err := <-ch:
 		return err
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s: still blocked after 30s", what)
+	case <-time.After(d):
+		t.Fatalf("%s: still blocked after %v", what, d)
 		return nil
 	}
 }
@@ -293,13 +317,14 @@ func blocked(t *testing.T, ch <-chan error, what string) {
 	}
 }
 
-// closed waits up to 20s for ch to be closed.
+// closed waits up to zktest.Bound(20s) for ch to be closed.
 func closed(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
+	d := zktest.Bound(20 * time.Second)
 	select {
 	case <-ch:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s not closed after 20s", what)
+	case <-time.After(d):
+		t.Fatalf("%s not closed after %v", what, d)
 	}
 }
 
@@ -352,7 +377,7 @@ func (e *env) offerLate(p *zktest.Proxy, dir string, offer func(context.Context)
 // far is counted in their Stats.
 func roundTrip(t *testing.T, ss ...*zkrecipes.Session) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
 	for _, s := range ss {
 		must(t, zkrecipes.RoundTrip(ctx, s), "round trip")
@@ -372,25 +397,14 @@ func events(ss []*zkrecipes.Session) []int64 {
 // wchp on the server at addr).
 func watchersOf(t testing.TB, addr, p string) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
 	defer cancel()
-	out, err := zktest.FourLetter(ctx, addr, "wchp")
+	n, err := zktest.Watchers(ctx, addr, p)
 	if err != nil {
 		t.Fatalf("wchp: %v", err)
 	}
-	n, in := 0, false
-	for _, l := range strings.Split(out, "\n") {
-		switch {
-		case strings.HasPrefix(l, "/"):
-			in = l == p
-		case in && sessionLine.MatchString(l):
-			n++
-		}
-	}
 	return n
 }
-
-var sessionLine = regexp.MustCompile(`^\s+0x[0-9a-f]+`)
 
 // Recipe-side helpers shared by several tests.
 
@@ -563,8 +577,8 @@ func (p *contenderProc) waitReady(t *testing.T) {
 	case <-p.done:
 		p.cmd.Wait()
 		t.Fatalf("contender exited before READY: %v\nstderr: %s", p.cmd.ProcessState, p.stderr.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("contender not READY after 60s\nstderr: %s", p.stderr.String())
+	case <-time.After(zktest.Bound(time.Minute)):
+		t.Fatalf("contender not READY after %v\nstderr: %s", zktest.Bound(time.Minute), p.stderr.String())
 	}
 }
 
@@ -579,7 +593,7 @@ func (p *contenderProc) printed(line string) bool {
 // waitLine matched, and fails the test if it exits or a minute passes first.
 func (p *contenderProc) waitLine(t *testing.T, line string) {
 	t.Helper()
-	deadline := time.After(time.Minute)
+	deadline := time.After(zktest.Bound(time.Minute))
 	for {
 		p.mu.Lock()
 		i := slices.Index(p.lines[p.seen:], line)
@@ -612,7 +626,7 @@ func (p *contenderProc) waitLine(t *testing.T, line string) {
 // contender exits or a minute passes first.
 func (p *contenderProc) value(t *testing.T, prefix string) string {
 	t.Helper()
-	deadline := time.After(time.Minute)
+	deadline := time.After(zktest.Bound(time.Minute))
 	for {
 		exited := false
 		select {

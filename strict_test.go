@@ -30,7 +30,7 @@ import (
 // told anything until it runs again (see WithStrict).
 func strictTrial(t *testing.T, e *env, px *zktest.Proxy, second []string, delay time.Duration, stall func(), unstall func()) (lostAfter time.Duration) {
 	t.Helper()
-	ctx := ctxTimeout(t, zktest.Bound(time.Minute))
+	ctx := ctxTimeout(t, time.Minute)
 	lock := e.path + "/lock"
 	// Not scaled: the delays are chosen against this timeout's margin.
 	const timeout = 3 * time.Second

@@ -92,9 +92,23 @@ func Watches(ctx context.Context, addr string) (int, error) {
 
 // Watchers returns how many watch registrations the server at addr holds
 // on the node at path, from its answer to the four-letter word "wchp"
-// (one line per session under each watched path). Unlike [Watches], a
-// count per path is not disturbed by the watches of other tests.
+// (one line per session under each watched path, data and child watches
+// listed apart). Unlike [Watches], a count per path is not disturbed by
+// the watches of other tests.
 func Watchers(ctx context.Context, addr, path string) (int, error) {
+	return countWatchers(ctx, addr, func(p string) bool { return p == path })
+}
+
+// WatchersUnder is [Watchers] for root and every node below it: the
+// watches of one test that works under root, whatever other tests watch.
+func WatchersUnder(ctx context.Context, addr, root string) (int, error) {
+	root = strings.TrimSuffix(root, "/")
+	return countWatchers(ctx, addr, func(p string) bool {
+		return p == root || strings.HasPrefix(p, root+"/")
+	})
+}
+
+func countWatchers(ctx context.Context, addr string, match func(path string) bool) (int, error) {
 	out, err := FourLetter(ctx, addr, "wchp")
 	if err != nil {
 		return 0, err
@@ -103,7 +117,7 @@ func Watchers(ctx context.Context, addr, path string) (int, error) {
 	for _, l := range strings.Split(out, "\n") {
 		switch {
 		case strings.HasPrefix(l, "/"):
-			in = l == path
+			in = match(l)
 		case in && sessionLine.MatchString(l):
 			n++
 		}

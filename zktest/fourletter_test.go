@@ -58,6 +58,15 @@ func TestWatchersAndSessions(t *testing.T) {
 	if n, err := Watchers(ctx, addr, p+"-other"); err != nil || n != 0 {
 		t.Fatalf("Watchers of an unwatched path = %d, %v; want 0", n, err)
 	}
+	if _, _, _, err := c.ExistsW(p + "/kid"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := WatchersUnder(ctx, addr, p); err != nil || n != 2 {
+		t.Fatalf("WatchersUnder(%s) = %d, %v; want 2", p, n, err)
+	}
+	if n, err := WatchersUnder(ctx, addr, p+"/kid/"); err != nil || n != 1 {
+		t.Fatalf("WatchersUnder(%s/kid/) = %d, %v; want 1", p, n, err)
+	}
 	ids, err := Sessions(ctx, addr)
 	if err != nil {
 		t.Fatal(err)
