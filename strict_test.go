@@ -3,6 +3,7 @@ package zkrecipes_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,6 +48,10 @@ func strictTrial(t *testing.T, e *env, px *zktest.Proxy, second []string, delay 
 	time.Sleep(timeout / 2)
 	stalled := time.Now()
 	stall()
+	// Undone at cleanup too, so that a failed trial leaves no member
+	// paused for the next.
+	var once sync.Once
+	t.Cleanup(func() { once.Do(unstall) })
 	other := e.sessionOn(second, zkrecipes.WithSessionTimeout(timeout))
 	m2 := zkrecipes.NewMutex(other, lock)
 	must(t, m2.Lock(ctx), "second: Lock")
@@ -62,7 +67,7 @@ func strictTrial(t *testing.T, e *env, px *zktest.Proxy, second []string, delay 
 	lostAt := <-lost
 	t.Logf("delay %v each way: Lost seen %v after the stall, second granted %v after it",
 		delay, lostAt.Sub(stalled).Round(time.Millisecond), granted.Sub(stalled).Round(time.Millisecond))
-	unstall()
+	once.Do(unstall)
 	must(t, m2.Unlock(ctx), "second: Unlock")
 	holder.Close()
 	e.empty(lock)
