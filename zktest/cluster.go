@@ -39,7 +39,7 @@ type Cluster struct {
 // clients: srvr reports "Mode: standalone" for a standalone server and
 // "Mode: leader" or "Mode: follower" for every ensemble member. Ensemble
 // members start concurrently. If ctx has no deadline, Start gives up after
-// 90 seconds.
+// Bound(90s).
 //
 // On failure, Start kills every process it started, removes its
 // directories, and returns an error that quotes the end of the failing
@@ -307,7 +307,7 @@ func (c *Cluster) Resume(i int) error {
 // configuration, ports and data directory, and waits until it serves: a
 // standalone server in mode standalone, an ensemble member as leader or
 // follower (which needs a quorum of running members). If ctx has no
-// deadline, Restart gives up after 90 seconds. On failure the member is
+// deadline, Restart gives up after Bound(90s). On failure the member is
 // killed again and the error quotes the end of its log.
 func (c *Cluster) Restart(ctx context.Context, i int) error {
 	m := c.member(i)
@@ -379,8 +379,8 @@ func (c *Cluster) Close() error {
 }
 
 // defaultStartTimeout bounds Start and Restart when their context has no
-// deadline.
-const defaultStartTimeout = 90 * time.Second
+// deadline: 90 seconds, scaled (see Bound).
+func defaultStartTimeout() time.Duration { return Bound(90 * time.Second) }
 
 // withDefaultTimeout bounds ctx by defaultStartTimeout unless it has a
 // deadline already.
@@ -388,5 +388,5 @@ func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFun
 	if _, ok := ctx.Deadline(); ok {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(ctx, defaultStartTimeout)
+	return context.WithTimeout(ctx, defaultStartTimeout())
 }

@@ -21,7 +21,7 @@ var ErrNoSession = errors.New("zktest: no such session")
 // that its session expired, just as after a real expiry. If the session
 // did not exist anymore, the error wraps ErrNoSession.
 //
-// The exchange is abandoned when ctx is done, or after 10 seconds if ctx
+// The exchange is abandoned when ctx is done, or after Bound(10s) if ctx
 // has no deadline.
 func ExpireSession(ctx context.Context, addr string, sessionID int64, passwd []byte) error {
 	conn, done, err := dial(ctx, addr)

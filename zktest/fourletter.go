@@ -12,14 +12,15 @@ import (
 	"time"
 )
 
-// defaultIOTimeout bounds network exchanges whose context has no deadline.
-const defaultIOTimeout = 10 * time.Second
+// defaultIOTimeout bounds network exchanges whose context has no deadline
+// (scaled, see Bound).
+func defaultIOTimeout() time.Duration { return Bound(10 * time.Second) }
 
 // FourLetter sends the four-letter-word command cmd (such as "ruok", "srvr",
 // "stat", "mntr" or "cons") to the server at addr on a fresh TCP connection
 // and returns the server's whole answer, read until the server closes the
-// connection. The exchange is abandoned when ctx is done, or after 10
-// seconds if ctx has no deadline.
+// connection. The exchange is abandoned when ctx is done, or after
+// Bound(10s) if ctx has no deadline.
 func FourLetter(ctx context.Context, addr, cmd string) (string, error) {
 	if len(cmd) != 4 {
 		return "", fmt.Errorf("zktest: four-letter word %q is not four bytes long", cmd)
@@ -45,7 +46,7 @@ func FourLetter(ctx context.Context, addr, cmd string) (string, error) {
 func dial(ctx context.Context, addr string) (net.Conn, func(), error) {
 	cancel := context.CancelFunc(func() {})
 	if _, ok := ctx.Deadline(); !ok {
-		ctx, cancel = context.WithTimeout(ctx, defaultIOTimeout)
+		ctx, cancel = context.WithTimeout(ctx, defaultIOTimeout())
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)

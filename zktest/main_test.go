@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
 )
 
 // shared is a standalone server for the tests that need any server; it is
@@ -21,7 +20,7 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), Bound(time.Minute))
 	shared.c, shared.err = Start(ctx, Options{})
 	cancel()
 	code := m.Run()
@@ -32,7 +31,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := FindLeaks(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}
@@ -50,13 +49,10 @@ func sharedAddr(t *testing.T) string {
 
 // checkLeaks fails the test if it leaves goroutines behind once its
 // cleanups have run.
-func checkLeaks(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-}
+func checkLeaks(t *testing.T) { CheckLeaks(t) }
 
 func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), Bound(30*time.Second))
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -83,22 +79,15 @@ func connectZK(t *testing.T, addrs ...string) (*zk.Conn, <-chan zk.Event) {
 	return conn, events
 }
 
-// waitState waits until conn is in state.
+// waitState waits until conn is in state, for up to Bound(timeout).
 func waitState(t *testing.T, conn *zk.Conn, state zk.State, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, timeout, func() bool { return conn.State() == state }, "connection state %v", state)
-}
-
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, cond func() bool, format string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for "+format, append([]any{timeout}, args...)...)
+	Eventually(t, timeout, fmt.Sprintf("connection state %v", state), func() error {
+		if got := conn.State(); got != state {
+			return fmt.Errorf("state %v", got)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // testPath returns a node path that no earlier test run used, since the

@@ -18,7 +18,7 @@ import (
 func StartT(tb testing.TB, opts Options) *Cluster {
 	tb.Helper()
 	SkipOrFail(tb, Available())
-	ctx, cancel := context.WithTimeout(tb.Context(), defaultStartTimeout)
+	ctx, cancel := context.WithTimeout(tb.Context(), defaultStartTimeout())
 	defer cancel()
 	c, err := Start(ctx, opts)
 	// Available does not know opts: an ensemble or a TLS server needs Java
