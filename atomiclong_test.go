@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestAtomicLongLayout: Curator's 8 bytes, big-endian; a missing node (or
@@ -204,7 +205,7 @@ func TestCountersSessionEnd(t *testing.T) {
 	for open := true; open; {
 		select {
 		case _, open = <-watch:
-		case <-time.After(20 * time.Second):
+		case <-time.After(zktest.Bound(20 * time.Second)):
 			t.Fatal("the watch of an expired session is still open after 20s")
 		}
 	}

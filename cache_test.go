@@ -182,7 +182,7 @@ func drainEvents(t *testing.T, c *zkrecipes.Cache) []zkrecipes.CacheEvent {
 // nextEvent waits for the cache's next event.
 func nextEvent(t *testing.T, c *zkrecipes.Cache) zkrecipes.CacheEvent {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(30*time.Second))
 	defer cancel()
 	ev, err := c.Next(ctx)
 	if err != nil {
@@ -268,7 +268,7 @@ func (e *env) del(p string) {
 
 func newCache(t *testing.T, s *zkrecipes.Session, path string, opts ...zkrecipes.CacheOption) *zkrecipes.Cache {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(60*time.Second))
 	defer cancel()
 	c, err := zkrecipes.NewCache(ctx, s, path, opts...)
 	if err != nil {
