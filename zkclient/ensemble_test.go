@@ -21,7 +21,7 @@ func TestEnsembleFailover(t *testing.T) {
 	}
 	zktest.SkipOrFail(t, sharedErr)
 	cluster := zktest.StartT(t, zktest.Options{Servers: 3})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(2*time.Minute))
 	defer cancel()
 	c, err := zkclient.Connect(ctx, cluster.Addrs(), zkclient.WithSessionTimeout(6*time.Second))
 	if err != nil {
@@ -109,7 +109,7 @@ func TestEnsembleFailover(t *testing.T) {
 			if ev.Type != zkclient.EventNodeDeleted || ev.Path != solo {
 				t.Fatalf("round %d: watch after failover: %+v", round, ev)
 			}
-		case <-time.After(20 * time.Second):
+		case <-time.After(zktest.Bound(20 * time.Second)):
 			t.Fatalf("round %d: watch set before the failover did not fire after it", round)
 		}
 		// The recursive watch was restored too: it reports a change made
@@ -144,7 +144,7 @@ func TestEnsembleFailover(t *testing.T) {
 // drain reads the persistent watch until an event for node.
 func drain(ctx context.Context, t *testing.T, pw *zkclient.PersistentWatch, node string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, zktest.Bound(20*time.Second))
 	defer cancel()
 	for {
 		ev, err := pw.Next(ctx)

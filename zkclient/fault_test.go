@@ -720,7 +720,7 @@ func TestFaultCancelInFlight(t *testing.T) {
 		}
 		select {
 		case <-release:
-		case <-time.After(10 * time.Second):
+		case <-time.After(zktest.Bound(10 * time.Second)):
 		}
 		frame, _ := fc.wellFormed(slow)
 		if _, err := fc.Write(frame); err != nil {

@@ -27,7 +27,7 @@ func TestSASL(t *testing.T) {
 	zktest.SkipOrFail(t, sharedErr)
 	checkLeaks(t)
 	cluster := zktest.StartT(t, zktest.Options{SASLUsers: saslUsers})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(time.Minute))
 	defer cancel()
 	connect := func(t *testing.T, addr string, opts ...zkclient.Option) *zkclient.Client {
 		t.Helper()
@@ -150,7 +150,7 @@ func TestSASLRequired(t *testing.T) {
 	zktest.SkipOrFail(t, sharedErr)
 	checkLeaks(t)
 	cluster := zktest.StartT(t, zktest.Options{SASLUsers: saslUsers, RequireSASL: true})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(time.Minute))
 	defer cancel()
 	px := zktest.NewProxyT(t, cluster.Addr(0))
 	c, err := zkclient.Connect(ctx, []string{px.Addr()}, zkclient.WithSessionTimeout(4*time.Second),
@@ -217,7 +217,7 @@ func TestSASLFailover(t *testing.T) {
 	zktest.SkipOrFail(t, sharedErr)
 	checkLeaks(t)
 	cluster := zktest.StartT(t, zktest.Options{Servers: 3, SASLUsers: saslUsers, RequireSASL: true})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(2*time.Minute))
 	defer cancel()
 	leader := -1
 	for i := range 3 {
