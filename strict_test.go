@@ -17,9 +17,10 @@ import (
 // newest answered request, checked by a timer, so Lost closes before the
 // server can expire the session, whatever the link does.
 
-// strictTrial holds a strict lock through the proxy px, makes the link slow
-// by delay each way, then stalls it with stall, and has a second session
-// (on second) contend. Lost must be closed when the second is granted.
+// strictTrial holds a strict lock with a session of timeout through the
+// proxy px, makes the link slow by delay each way, then stalls it with
+// stall, and has a second session (on second) contend. Lost must be
+// closed when the second is granted.
 //
 // The holder and the second contender run in this test's process: when
 // the whole process is frozen (a stall injector, a starved machine) while
@@ -29,12 +30,10 @@ import (
 // cannot have expired the session before the margin ran out. A holder
 // whose own process is frozen across the margin and the expiry cannot be
 // told anything until it runs again (see WithStrict).
-func strictTrial(t *testing.T, e *env, px *zktest.Proxy, second []string, delay time.Duration, stall func(), unstall func()) (lostAfter time.Duration) {
+func strictTrial(t *testing.T, e *env, px *zktest.Proxy, second []string, timeout, delay time.Duration, stall func(), unstall func()) (lostAfter time.Duration) {
 	t.Helper()
 	ctx := ctxTimeout(t, time.Minute)
 	lock := e.path + "/lock"
-	// Not scaled: the delays are chosen against this timeout's margin.
-	const timeout = 3 * time.Second
 	holder := e.sessionOn([]string{px.Addr()}, zkrecipes.WithStrict(), zkrecipes.WithSessionTimeout(timeout))
 	m1 := zkrecipes.NewMutex(holder, lock)
 	must(t, m1.Lock(ctx), "holder: Lock")
@@ -82,10 +81,17 @@ func TestStrictSlowLinkStalledProxy(t *testing.T) {
 		t.Run(fmt.Sprint(delay), func(t *testing.T) {
 			e := newEnv(t)
 			px := e.proxy()
-			lostAfter := strictTrial(t, e, px, e.servers, delay, px.Pause, px.Cut)
-			// A round trip of 0.4 s is well inside the margin (1.5 s,
-			// pings every 375 ms): the holding must survive the slow link
-			// and end only with the stall.
+			// The delays are chosen against a 3 s timeout's margin of
+			// 1.5 s (pings every 375 ms), not scaled; but the first
+			// checks that the holding survives a round trip well inside
+			// the margin, which a pause of this process longer than the
+			// margin less a ping interval and the round trip would
+			// rightly end: there the timeout is scaled.
+			timeout := 3 * time.Second
+			if delay == 200*time.Millisecond {
+				timeout = zktest.Bound(timeout)
+			}
+			lostAfter := strictTrial(t, e, px, e.servers, timeout, delay, px.Pause, px.Cut)
 			if delay == 200*time.Millisecond && lostAfter < 0 {
 				t.Errorf("Lost closed %v before the stall, on a link well inside the margin", -lostAfter)
 			}
@@ -119,7 +125,7 @@ func TestStrictSlowLinkStalledMember(t *testing.T) {
 		t.Run(fmt.Sprint(delay), func(t *testing.T) {
 			e := newEnvOn(t, []string{cluster.Addr(o)})
 			px := zktest.NewProxyT(t, cluster.Addr(h))
-			strictTrial(t, e, px, []string{cluster.Addr(o)}, delay,
+			strictTrial(t, e, px, []string{cluster.Addr(o)}, 3*time.Second, delay,
 				func() { must(t, cluster.Pause(h), "pause member %d", h) },
 				func() { must(t, cluster.Resume(h), "resume member %d", h); px.Pass() })
 		})
