@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -74,9 +75,39 @@ func servers(t *testing.T) string {
 	return shared.Addr(0)
 }
 
-// testPath is a ZooKeeper path of the test's own.
+// testPath is a ZooKeeper path of the test's own, and of this run of it:
+// with -count=N a run does not meet what an earlier one left (a node of a
+// session that expires later, a persistent node).
 func testPath(t *testing.T, name string) string {
-	return "/zkrtest/" + regexp.MustCompile(`[^A-Za-z0-9_-]`).ReplaceAllString(t.Name(), "_") + "/" + name
+	return "/zkrtest/" + regexp.MustCompile(`[^A-Za-z0-9_-]`).ReplaceAllString(t.Name(), "_") +
+		"-" + strconv.Itoa(runs.of(t)) + "/" + name
+}
+
+// runs numbers the runs of each test in this process, from 1.
+var runs = testRuns{byT: map[*testing.T]int{}, byName: map[string]int{}}
+
+type testRuns struct {
+	mu     sync.Mutex
+	byT    map[*testing.T]int
+	byName map[string]int
+}
+
+// of returns the number of t's run among the runs of tests named like t.
+func (r *testRuns) of(t *testing.T) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, ok := r.byT[t]
+	if !ok {
+		r.byName[t.Name()]++
+		n = r.byName[t.Name()]
+		r.byT[t] = n
+		t.Cleanup(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			delete(r.byT, t)
+		})
+	}
+	return n
 }
 
 // syncBuffer is a bytes.Buffer safe for a process to write while a test reads.
