@@ -19,7 +19,7 @@ import (
 // test ends.
 func holdLock(t *testing.T, path string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
 	s, err := zkrecipes.NewSession(ctx, []string{servers(t)})
 	if err != nil {
