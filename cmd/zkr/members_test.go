@@ -35,8 +35,7 @@ func TestJoinAndMembers(t *testing.T) {
 	eventually(t, 10*time.Second, "b is still a member", func() bool {
 		return zkr(t, "members", path).stdout == "a\thost-a:80\n"
 	})
-	eventually(t, 10*time.Second, "members --watch did not follow b leaving", func() bool {
-		out := watch.stdout.String()
+	watch.waitOutput(10*time.Second, "members --watch did not follow b leaving", func(out string) bool {
 		return strings.Contains(out, "2 members\na\thost-a:80\nb\n") && strings.HasSuffix(out, "1 members\na\thost-a:80\n")
 	})
 

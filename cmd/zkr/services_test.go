@@ -58,8 +58,7 @@ func TestRegisterAndServices(t *testing.T) {
 	eventually(t, 10*time.Second, "b is still registered", func() bool {
 		return zkr(t, "services", base, "api").stdout == only
 	})
-	eventually(t, 10*time.Second, "services --watch did not follow b going", func() bool {
-		out := watch.stdout.String()
+	watch.waitOutput(10*time.Second, "services --watch did not follow b going", func(out string) bool {
 		return strings.Contains(out, "2 instances\n"+both) && strings.HasSuffix(out, "1 instances\n"+only)
 	})
 	r = zkr(t, "services", base, "api", "--json")
