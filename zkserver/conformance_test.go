@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ var (
 	realZKErr error
 	embedded  *zkserver.Server
 	runNonce  = strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	caseSeq   atomic.Int64 // numbers the paths casePath gives
 )
 
 func TestMain(m *testing.M) {
@@ -147,9 +149,12 @@ func skipWithoutZooKeeper(t *testing.T, err error) {
 	zktest.SkipOrFail(t, err)
 }
 
-// casePath is the fresh path of the case t, the same on both servers.
+// casePath is a fresh path for the case t, to give both servers: fresh
+// in every run of the case too (-count=N), so that no run meets what an
+// earlier one left, such as an ephemeral node of a session that has not
+// expired yet.
 func casePath(t *testing.T) string {
-	return "/conf-" + runNonce + "-" + strings.ReplaceAll(t.Name(), "/", "_")
+	return "/conf-" + runNonce + "-" + strconv.FormatInt(caseSeq.Add(1), 10) + "-" + strings.ReplaceAll(t.Name(), "/", "_")
 }
 
 // compare runs n targets' bodies, each recording a transcript, and

@@ -1,23 +1,3 @@
-// Package zkserver is an embedded, single-node server that
-// speaks the Apache ZooKeeper 3.8 client protocol, for tests, demos and
-// local development, in the spirit of alicebob/miniredis.
-//
-//	s := zkserver.RunT(t)          // closed when the test ends
-//	conn, _, err := zk.Connect([]string{s.Addr()}, time.Second)
-//
-// It implements sessions (negotiation, expiry, reconnection), the data
-// tree (persistent, ephemeral, sequential, container and TTL nodes, null
-// data apart from empty data), ACLs (world, digest, ip, auth, x509
-// for clients of the TLS port, Options.TLS, and sasl for sessions that
-// logged in with SASL DIGEST-MD5, Options.SASLUsers), one-shot and persistent
-// watches, multi, the four-letter words in ZooKeeper's formats (srvr,
-// stat, cons, mntr, envi, conf, dump, wchs, wchc, wchp, isro, dirs, ...),
-// and controls a test needs: ExpireSession, DropConnections, Restart,
-// direct tree access and counters. It keeps its state in memory, or, with
-// Options.DataDir, also in a transaction log and snapshots that a new
-// server on the same directory loads. It is trusted as far as the
-// conformance suite, run against both zkserver and a real ZooKeeper 3.8,
-// shows. It has no Kerberos. It is no replacement for an ensemble.
 package zkserver
 
 import (

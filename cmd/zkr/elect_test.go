@@ -49,7 +49,13 @@ func TestElectFailover(t *testing.T) {
 		}
 		return false
 	})
-	time.Sleep(time.Second) // time for a second command to start, if one wrongly would
+	conn := admin(t)
+	eventually(t, 10*time.Second, "the three candidates are not all in the election", func() bool {
+		return len(children(t, conn, path)) == 3
+	})
+	// A window for a second command to start, if one wrongly would: a
+	// lower bound on how long only one runs, so not scaled.
+	time.Sleep(time.Second)
 	ls := leaders(t, dir)
 	if len(ls) != 1 {
 		t.Fatalf("%d commands ran at once, want 1: %v", len(ls), ls)
@@ -58,6 +64,12 @@ func TestElectFailover(t *testing.T) {
 	if !alive(oldPid) {
 		t.Fatalf("the leader's command (pid %d) is not running", oldPid)
 	}
+
+	// The observer must have seen the first leader before it goes, or it
+	// may first read the election after the failover.
+	observer.waitOutput(10*time.Second, "the observer did not report the first leader", func(out string) bool {
+		return strings.Contains(out, "leader "+first+"\n")
+	})
 
 	// Kill the leader's zkr outright: its command dies with it, and the
 	// server expires its session after 4s.
@@ -74,6 +86,7 @@ func TestElectFailover(t *testing.T) {
 		}
 		return false
 	})
+	// Again a window, not scaled, for a third command to start wrongly.
 	time.Sleep(500 * time.Millisecond)
 	if ls := leaders(t, dir); len(ls) != 2 {
 		t.Fatalf("after one failover, %d commands have run, want 2: %v", len(ls), ls)
@@ -85,12 +98,9 @@ func TestElectFailover(t *testing.T) {
 	}
 
 	// The observer saw both leaders. SIGTERM ends it normally.
-	eventually(t, 5*time.Second, "the observer did not report the new leader", func() bool {
-		return strings.Contains(observer.stdout.String(), "leader "+second)
+	observer.waitOutput(5*time.Second, "the observer did not report the new leader", func(out string) bool {
+		return strings.Contains(out, "leader "+second+"\n")
 	})
-	if out := observer.stdout.String(); !strings.Contains(out, "leader "+first) {
-		t.Errorf("the observer did not report the first leader %s:\n%s", first, out)
-	}
 	observer.cmd.Process.Signal(syscall.SIGTERM)
 	if code := observer.wait(10 * time.Second); code != 0 {
 		t.Errorf("observer exited %d; stderr:\n%s", code, observer.stderr.String())

@@ -19,7 +19,7 @@ func TestInspect(t *testing.T) {
 	// The holder talks through the proxy; cutting it leaves its session
 	// alive on the server (30s timeout) but connected nowhere: its node
 	// is an orphan until the session expires.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
 	s, err := zkrecipes.NewSession(ctx, []string{proxy.Addr()}, zkrecipes.WithSessionTimeout(30*time.Second))
 	if err != nil {

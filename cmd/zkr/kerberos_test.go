@@ -23,7 +23,7 @@ import (
 func TestKerberos(t *testing.T) {
 	t.Parallel()
 	kdc := zktest.StartKDCT(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(time.Minute))
 	defer cancel()
 	appKeytab, err := kdc.AddKeytab(ctx, "app")
 	if err != nil {

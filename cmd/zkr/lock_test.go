@@ -19,7 +19,7 @@ import (
 // test ends.
 func holdLock(t *testing.T, path string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
 	s, err := zkrecipes.NewSession(ctx, []string{servers(t)})
 	if err != nil {
@@ -129,16 +129,29 @@ func TestLockExitCodes(t *testing.T) {
 
 func TestLockSharedAndWrite(t *testing.T) {
 	servers(t)
+	conn := admin(t)
 	dir := t.TempDir()
 	path := testPath(t, "rw")
 	env := []string{"D=" + dir}
-	// Two readers overlap; the writer runs alone.
-	reader := `touch "$D/reading.$$"; sleep 0.6; ls "$D" | grep -c '^reading' >> "$D/counts"; [ -e "$D/writing" ] && echo overlap >> "$D/errors"; rm "$D/reading.$$"`
+	// Two readers overlap; the writer runs alone. A reader holds until the
+	// test releases it, so the order of the three is what the test waits
+	// for, not how fast each process starts.
+	reader := `touch "$D/reading.$$"; while [ ! -e "$D/release" ]; do sleep 0.05; done
+ls "$D" | grep -c '^reading' >> "$D/counts"; [ -e "$D/writing" ] && echo overlap >> "$D/errors"; rm "$D/reading.$$"`
 	writer := `ls "$D" | grep -q '^reading' && echo overlap >> "$D/errors"; touch "$D/writing"; sleep 0.3; rm "$D/writing"`
 	r1 := start(t, env, "lock", "--shared", path, "--", "sh", "-c", reader)
 	r2 := start(t, env, "lock", "--shared", path, "--", "sh", "-c", reader)
-	time.Sleep(200 * time.Millisecond)
+	eventually(t, 10*time.Second, "the two readers do not hold the lock together", func() bool {
+		files, _ := filepath.Glob(filepath.Join(dir, "reading.*"))
+		return len(files) == 2 || r1.exited() || r2.exited()
+	})
 	w := start(t, env, "lock", "--write", path, "--", "sh", "-c", writer)
+	eventually(t, 10*time.Second, "the writer did not queue behind the readers", func() bool {
+		return len(children(t, conn, path)) == 3 || w.exited()
+	})
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range []*proc{r1, r2, w} {
 		if code := p.wait(30 * time.Second); code != 0 {
 			t.Fatalf("exit %d; stderr:\n%s", code, p.stderr.String())
@@ -149,6 +162,9 @@ func TestLockSharedAndWrite(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "counts")); !strings.Contains(string(b), "2") {
 		t.Errorf("the two readers never held together; counts seen: %q", b)
+	}
+	if kids := children(t, conn, path); len(kids) != 0 {
+		t.Errorf("nodes left behind: %v", kids)
 	}
 }
 
@@ -249,8 +265,11 @@ func TestLockTrySharedAndWrite(t *testing.T) {
 	servers(t)
 	conn := admin(t)
 	path := testPath(t, "rwtry")
-	reader := start(t, nil, "lock", "--shared", path, "--", "sleep", "3")
-	eventually(t, 10*time.Second, "the reader did not queue", func() bool { return len(children(t, conn, path)) == 1 })
+	dir := t.TempDir()
+	reader := start(t, []string{"D=" + dir}, "lock", "--shared", path, "--", "sh", "-c", untilReleased)
+	eventually(t, 10*time.Second, "the reader's command did not start", func() bool {
+		return fileExists(filepath.Join(dir, "started")) || reader.exited()
+	})
 	for _, c := range []struct {
 		args []string
 		want int
@@ -262,6 +281,9 @@ func TestLockTrySharedAndWrite(t *testing.T) {
 		if r := zkr(t, c.args...); r.code != c.want {
 			t.Errorf("zkr %v: exit %d, want %d; stderr %q", c.args, r.code, c.want, r.stderr)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	if code := reader.wait(30 * time.Second); code != 0 {
 		t.Fatalf("reader: exit %d; stderr:\n%s", code, reader.stderr.String())

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,7 +45,7 @@ func testMain(m *testing.M) int {
 	started := make(chan struct{})
 	go func() {
 		defer close(started)
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(90*time.Second))
 		defer cancel()
 		shared, sharedErr = zktest.Start(ctx, zktest.Options{})
 	}()
@@ -74,9 +75,39 @@ func servers(t *testing.T) string {
 	return shared.Addr(0)
 }
 
-// testPath is a ZooKeeper path of the test's own.
+// testPath is a ZooKeeper path of the test's own, and of this run of it:
+// with -count=N a run does not meet what an earlier one left (a node of a
+// session that expires later, a persistent node).
 func testPath(t *testing.T, name string) string {
-	return "/zkrtest/" + regexp.MustCompile(`[^A-Za-z0-9_-]`).ReplaceAllString(t.Name(), "_") + "/" + name
+	return "/zkrtest/" + regexp.MustCompile(`[^A-Za-z0-9_-]`).ReplaceAllString(t.Name(), "_") +
+		"-" + strconv.Itoa(runs.of(t)) + "/" + name
+}
+
+// runs numbers the runs of each test in this process, from 1.
+var runs = testRuns{byT: map[*testing.T]int{}, byName: map[string]int{}}
+
+type testRuns struct {
+	mu     sync.Mutex
+	byT    map[*testing.T]int
+	byName map[string]int
+}
+
+// of returns the number of t's run among the runs of tests named like t.
+func (r *testRuns) of(t *testing.T) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, ok := r.byT[t]
+	if !ok {
+		r.byName[t.Name()]++
+		n = r.byName[t.Name()]
+		r.byT[t] = n
+		t.Cleanup(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			delete(r.byT, t)
+		})
+	}
+	return n
 }
 
 // syncBuffer is a bytes.Buffer safe for a process to write while a test reads.
@@ -144,9 +175,11 @@ func start(t *testing.T, env []string, args ...string) *proc {
 	return p
 }
 
-// wait waits for the process to exit and returns its exit code.
+// wait waits for the process to exit, at most [zktest.Bound](d), and
+// returns its exit code.
 func (p *proc) wait(d time.Duration) int {
 	p.t.Helper()
+	d = zktest.Bound(d)
 	select {
 	case <-p.done:
 		return p.code
@@ -230,22 +263,40 @@ func zkrLines(t *testing.T, stderr string) string {
 	return strings.Join(own, "\n")
 }
 
-// eventually polls cond every 20ms until it holds or d passes.
+// eventually polls cond until it holds, or fails the test with what once
+// [zktest.Bound](d) has passed.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", d, what)
+	zktest.Eventually(t, d, what, func() error {
+		if cond() {
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return errors.New("not yet")
+	})
+}
+
+// waitOutput waits until the process's standard output satisfies cond,
+// and fails the test with the output so far if it has not after
+// [zktest.Bound](d), or if the process exits first. It is how a test waits
+// for a process it started to say it is ready.
+func (p *proc) waitOutput(d time.Duration, what string, cond func(out string) bool) {
+	p.t.Helper()
+	zktest.Eventually(p.t, d, what, func() error {
+		out := p.stdout.String()
+		if cond(out) {
+			return nil
+		}
+		if p.exited() {
+			return fmt.Errorf("zkr %q exited %d; stdout %q; stderr %q", p.cmd.Args[1:], p.code, out, p.stderr.String())
+		}
+		return fmt.Errorf("stdout so far %q", out)
+	})
 }
 
 // admin is a plain ZooKeeper client to look at the tree.
 func admin(t *testing.T) *zk.Conn {
 	t.Helper()
-	conn, events, err := zk.Connect([]string{servers(t)}, 10*time.Second, zk.WithLogInfo(false))
+	conn, events, err := zk.Connect([]string{servers(t)}, zktest.Bound(10*time.Second), zk.WithLogInfo(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +340,7 @@ func alive(pid int) bool {
 // client opens a zkclient session on addrs for the test's own checks.
 func client(t *testing.T, addrs []string, opts ...zkclient.Option) *zkclient.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
 	c, err := zkclient.Connect(ctx, addrs, opts...)
 	if err != nil {
@@ -303,7 +354,7 @@ func client(t *testing.T, addrs []string, opts ...zkclient.Option) *zkclient.Cli
 // parents open to all.
 func mkdirs(t *testing.T, c *zkclient.Client, path string, acl []zkclient.ACL) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
 	segs := strings.Split(path[1:], "/")
 	for i := range segs {

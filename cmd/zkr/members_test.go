@@ -17,6 +17,11 @@ func TestJoinAndMembers(t *testing.T) {
 	eventually(t, 10*time.Second, "members does not list a and b", func() bool {
 		return zkr(t, "members", path).stdout == "a\thost-a:80\nb\n"
 	})
+	// The watcher must have printed both members before b leaves, or it
+	// may first read the group after b left and never show the change.
+	watch.waitOutput(10*time.Second, "members --watch did not list a and b", func(out string) bool {
+		return strings.HasSuffix(out, "2 members\na\thost-a:80\nb\n")
+	})
 	r := zkr(t, "join", path, "--id", "a", "--", "true")
 	if r.code != exitHeld || !strings.Contains(r.stderr, `member id "a" is taken`) {
 		t.Errorf("joining with a taken id: exit %d, stderr %q", r.code, r.stderr)
@@ -30,8 +35,7 @@ func TestJoinAndMembers(t *testing.T) {
 	eventually(t, 10*time.Second, "b is still a member", func() bool {
 		return zkr(t, "members", path).stdout == "a\thost-a:80\n"
 	})
-	eventually(t, 10*time.Second, "members --watch did not follow b leaving", func() bool {
-		out := watch.stdout.String()
+	watch.waitOutput(10*time.Second, "members --watch did not follow b leaving", func(out string) bool {
 		return strings.Contains(out, "2 members\na\thost-a:80\nb\n") && strings.HasSuffix(out, "1 members\na\thost-a:80\n")
 	})
 

@@ -80,6 +80,19 @@ $KRB5_CONFIG); a flag wins over its variable. They do not apply where zkr starts
 (demo and bench without --servers); demo and bench refuse TLS and credentials
 on servers given to them.
 
+The command that lock, elect and join run gets ZKR_FENCING_TOKEN (the holder's
+fencing token, a decimal number that strictly increases from one holder to the
+next) and ZKR_PATH; under elect and join also ZKR_ID. Signals sent to zkr (INT,
+TERM, HUP, QUIT, USR1, USR2) are forwarded to it. When zkr's standard input is
+not a terminal, the command runs in a process group of its own and signals go
+to that whole group; on a terminal it stays in the terminal's group, which
+delivers Ctrl-C to it directly. On Linux the command's process is killed if zkr
+itself dies (processes the command started are not), since the lock would then
+be released when the server expires zkr's session. The session is strict: the
+holding counts as lost as soon as the connection to ZooKeeper has been down
+for half the session timeout, before the server could have expired the
+session and granted the lock to someone else.
+
 ` + exitCodesHelp,
 		Example: `  zkr demo
   zkr lock /locks/backup -- ./backup.sh

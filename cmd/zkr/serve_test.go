@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // zkr server runs zkserver: other zkr commands (and any client) use it; a
@@ -160,7 +161,7 @@ func TestServerTLS(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(caPEM)
 	c := client(t, []string{secure}, zkclient.WithTLS(&tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}, ServerName: "127.0.0.1"}))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
 	ids, err := c.WhoAmI(ctx)
 	if err != nil || fmt.Sprint(ids) != "[{x509 CN=zkr-test,O=Example} {ip 127.0.0.1}]" {

@@ -22,6 +22,11 @@ func TestRegisterAndServices(t *testing.T) {
 	eventually(t, 10*time.Second, "services does not list a and b", func() bool {
 		return zkr(t, "services", base, "api").stdout == both
 	})
+	// The watcher must have printed both instances before b goes, or it
+	// may first read the service after b went and never show the change.
+	watch.waitOutput(10*time.Second, "services --watch did not list a and b", func(out string) bool {
+		return strings.HasSuffix(out, "2 instances\n"+both)
+	})
 	if r := zkr(t, "services", base); r.code != 0 || r.stdout != "api\n" {
 		t.Errorf("services: exit %d, %q", r.code, r.stdout)
 	}
@@ -53,8 +58,7 @@ func TestRegisterAndServices(t *testing.T) {
 	eventually(t, 10*time.Second, "b is still registered", func() bool {
 		return zkr(t, "services", base, "api").stdout == only
 	})
-	eventually(t, 10*time.Second, "services --watch did not follow b going", func() bool {
-		out := watch.stdout.String()
+	watch.waitOutput(10*time.Second, "services --watch did not follow b going", func(out string) bool {
 		return strings.Contains(out, "2 instances\n"+both) && strings.HasSuffix(out, "1 instances\n"+only)
 	})
 	r = zkr(t, "services", base, "api", "--json")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -132,49 +131,5 @@ func TestSecuritySettings(t *testing.T) {
 	}
 	if cfg, err := (&app{getenv: func(string) string { return "" }}).tlsConfig(); cfg != nil || err != nil {
 		t.Errorf("no TLS settings: %v %v", cfg, err)
-	}
-}
-
-// TestExitCodesDocumented holds the documentation to exitCodes, the one
-// source of the exit codes: the package documentation's table says each
-// code's meaning (wrapped its own way), and README.md's table has a row for
-// each code.
-func TestExitCodesDocumented(t *testing.T) {
-	doc, err := os.ReadFile("doc.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, _ := strings.Cut(string(doc), "// # Exit status")
-	section, _, _ = strings.Cut(section, "// #")
-	var words []string
-	for _, l := range strings.Split(section, "\n") {
-		words = append(words, strings.Fields(strings.TrimPrefix(l, "//"))...)
-	}
-	text := " " + strings.Join(words, " ") + " "
-	for _, e := range exitCodes {
-		row := exitCodeName(e.code) + " " + strings.Join(strings.Fields(e.meaning), " ")
-		if !strings.Contains(text, " "+row+" ") {
-			t.Errorf("doc.go's exit status table does not say %q", row)
-		}
-	}
-
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, _ := strings.Cut(string(readme), "| exit status | meaning |")
-	table, _, _ = strings.Cut(table, "\n\n")
-	rows := map[string]bool{}
-	for _, l := range strings.Split(table, "\n") {
-		if cells := strings.Split(l, "|"); len(cells) > 2 {
-			for _, c := range strings.Split(cells[1], "/") {
-				rows[strings.Trim(strings.TrimSpace(c), "`")] = true
-			}
-		}
-	}
-	for _, e := range exitCodes {
-		if !rows[exitCodeName(e.code)] {
-			t.Errorf("README.md's exit status table has no row for %s", exitCodeName(e.code))
-		}
 	}
 }

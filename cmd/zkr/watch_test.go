@@ -20,6 +20,7 @@ func TestWatch(t *testing.T) {
 	for _, p := range []string{"/zkrtest", strings.TrimSuffix(path, "/tree"), path} {
 		conn.Create(p, nil, 0, acl)
 	}
+	t.Cleanup(func() { conn.Delete(strings.TrimSuffix(path, "/tree"), -1) })
 	if _, err := conn.Create(path+"/a", []byte("one"), 0, acl); err != nil {
 		t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ func runMix(ctx context.Context, t *testing.T, curator func(context.Context, ...
 			Hold:             hold,
 			Marker:           marker,
 			ID:               p.id,
-			AcquireTimeout:   20 * time.Second,
+			AcquireTimeout:   zktest.Bound(20 * time.Second),
 			StartFile:        start,
 			KazooStockNaming: p.stock,
 		}
@@ -186,7 +186,7 @@ func checkClean(t *testing.T, count int, outs []outcome) {
 
 func TestInterop(t *testing.T) {
 	requireTools(t, CuratorAvailable, KazooAvailable)
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), zktest.Bound(50*time.Second))
 	defer cancel()
 
 	// Compile the Curator contender while ZooKeeper starts.

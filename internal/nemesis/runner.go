@@ -33,7 +33,7 @@ type Options struct {
 	StrictClients  int
 	SessionTimeout time.Duration // [3s]: above zktest.SyncLimit (1s) plus the strict margin
 	Permits        int           // the semaphore's [2]
-	ProgressBound  time.Duration // [30s]
+	ProgressBound  time.Duration // [zktest.Bound(30s)]
 	Faults         []FaultKind   // the enabled faults [AllFaults]
 	Logf           func(format string, args ...any)
 }
@@ -55,7 +55,7 @@ func (o Options) withDefaults() Options {
 		o.Permits = 2
 	}
 	if o.ProgressBound <= 0 {
-		o.ProgressBound = 30 * time.Second
+		o.ProgressBound = zktest.Bound(30 * time.Second)
 	}
 	if len(o.Faults) == 0 {
 		o.Faults = AllFaults
@@ -173,7 +173,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r.startWorkloads(work)
 
 	// Warm up: every workload acquires once before the first fault.
-	r.waitAcquired(ctx, 30*time.Second)
+	r.waitAcquired(ctx, zktest.Bound(30*time.Second))
 	var runErr error
 	for i, f := range plan {
 		if err := r.apply(ctx, i, f); err != nil {
@@ -189,14 +189,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		nodes, data := make(chan struct{}), make(chan struct{})
 		go func() { r.checkNodes(ctx, r.nodeClients); close(nodes) }()
 		go func() { r.finishData(ctx); close(data) }()
-		if !r.waitAcquired(ctx, o.ProgressBound+2*time.Second) {
+		if !r.waitAcquired(ctx, o.ProgressBound+zktest.Bound(2*time.Second)) {
 			r.dumpQueues(ctx)
 		}
 		<-nodes
 		<-data
 		select {
 		case <-r.cacheFinal:
-		case <-time.After(o.ProgressBound + 5*time.Second):
+		case <-time.After(o.ProgressBound + zktest.Bound(5*time.Second)):
 		case <-ctx.Done():
 		}
 	}
@@ -766,16 +766,16 @@ func (r *runner) healAll(ctx context.Context) error {
 // ephemeralOwner 0), so the directories are known by name: a recipe's path,
 // and the semaphore's locks and leases.
 func (r *runner) scan(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, zktest.Bound(30*time.Second))
 	defer cancel()
-	admin, err := zkclient.Connect(cctx, r.cluster.Addrs(), zkclient.WithSessionTimeout(10*time.Second))
+	admin, err := zkclient.Connect(cctx, r.cluster.Addrs(), zkclient.WithSessionTimeout(zktest.Bound(10*time.Second)))
 	if err != nil {
 		return fmt.Errorf("nemesis: leftover scan: %w", err)
 	}
 	defer admin.Close()
 	// A session whose close was not confirmed leaves its nodes until the
 	// server expires it.
-	deadline := time.Now().Add(r.o.SessionTimeout + 10*time.Second)
+	deadline := time.Now().Add(r.o.SessionTimeout + zktest.Bound(10*time.Second))
 	for {
 		left, n, err := walk(cctx, admin, r.o.Base, r.dirs())
 		if err == nil && (len(left) == 0 || time.Now().After(deadline)) {

@@ -1,13 +1,20 @@
-// Package kerberos is SASL GSSAPI (Kerberos 5, RFC 4752) for zkclient, on
-// the gokrb5 library: the mechanism ZooKeeper serves when its JAAS Server
-// section logs in a Kerberos principal.
+// Package kerberos logs zkclient sessions in to ZooKeeper with Kerberos:
+// SASL GSSAPI (Kerberos 5, RFC 4752) on the gokrb5 library, the mechanism
+// ZooKeeper serves when its JAAS Server section logs in a Kerberos
+// principal.
 //
 //	cl := client.NewWithKeytab("app", "EXAMPLE.COM", kt, krb5conf)
 //	defer cl.Destroy()
 //	c, err := zkclient.Connect(ctx, servers, zkclient.WithSASL(kerberos.GSSAPI(cl)))
 //
-// It lives in a package of its own so that only programs using Kerberos
-// link gokrb5.
+// [GSSAPI] turns a logged-in gokrb5 client into a mechanism for
+// [github.com/zkrecipes/zkrecipes/zkclient.WithSASL]; the same option
+// serves the recipes' sessions through
+// [github.com/zkrecipes/zkrecipes.WithSASL]. The package's example logs in
+// from a keytab (it needs a KDC, so it is compiled, not run).
+//
+// It lives in a module of its own so that only programs using Kerberos
+// download and link gokrb5.
 package kerberos
 
 import (
