@@ -91,16 +91,26 @@ func (e *env) sessionOn(servers []string, opts ...zkrecipes.SessionOption) *zkre
 	return s
 }
 
-// children lists the nodes under p (none if p does not exist).
+// children lists the nodes under p (none if p does not exist). The admin
+// client is the test's observer: a connection it lost (a member paused or
+// starved, an election) is waited out, for up to zktest.Bound(30s).
 func (e *env) children(p string) []string {
 	e.t.Helper()
-	kids, _, err := e.admin.Children(p)
-	if errors.Is(err, zk.ErrNoNode) {
+	var kids []string
+	zktest.Eventually(e.t, 30*time.Second, "children of "+p, func() error {
+		var err error
+		kids, _, err = e.admin.Children(p)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			kids = nil
+			return nil
+		case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrSessionMoved):
+			return err
+		case err != nil:
+			e.t.Fatalf("children %s: %v", p, err)
+		}
 		return nil
-	}
-	if err != nil {
-		e.t.Fatalf("children %s: %v", p, err)
-	}
+	})
 	return kids
 }
 
