@@ -17,12 +17,13 @@ import (
 // event is one line of `go test -json` (see `go doc test2json`), with the
 // build events that go test -json reports since Go 1.24.
 type event struct {
-	Action     string
-	Package    string
-	Test       string
-	Elapsed    float64
-	Output     string
-	ImportPath string // build-output, build-fail
+	Action      string
+	Package     string
+	Test        string
+	Elapsed     float64
+	Output      string
+	ImportPath  string // build-output, build-fail
+	FailedBuild string // a package's fail: its build failed
 }
 
 // top returns the top-level test of a test or subtest name.
@@ -159,7 +160,7 @@ func tally(w io.Writer, args []string) (int, error) {
 			switch {
 			case e.Action == "build-fail":
 				pkgFails = append(pkgFails, fmt.Sprintf("%s: %s: build failed", label, e.ImportPath))
-			case e.Test == "" && e.Action == "fail":
+			case e.Test == "" && e.Action == "fail" && e.FailedBuild == "":
 				failedPkg[e.Package]++
 			case e.Test != "" && e.Test == top(e.Test):
 				k := [2]string{e.Package, e.Test}
@@ -230,22 +231,31 @@ func tally(w io.Writer, args []string) (int, error) {
 	return 0, nil
 }
 
-// slowest writes the n slowest top-level test runs of go test -json files.
+// slowest writes the n slowest top-level test runs of go test -json files,
+// each optionally named LABEL=FILE.
 func slowest(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("slowest", flag.ContinueOnError)
 	n := fs.Int("n", 20, "how many tests")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var all []*event
-	for _, file := range fs.Args() {
+	type run struct {
+		event
+		label string
+	}
+	var all []*run
+	for _, arg := range fs.Args() {
+		label, file, ok := strings.Cut(arg, "=")
+		if !ok {
+			label, file = "", arg
+		}
 		f, err := os.Open(file)
 		if err != nil {
 			return err
 		}
 		err = readEvents(f, func(e event) {
 			if e.Test != "" && e.Test == top(e.Test) && (e.Action == "pass" || e.Action == "fail") {
-				all = append(all, &e)
+				all = append(all, &run{e, label})
 			}
 		})
 		f.Close()
@@ -253,7 +263,7 @@ func slowest(w io.Writer, args []string) error {
 			return fmt.Errorf("%s: %w", file, err)
 		}
 	}
-	slices.SortStableFunc(all, func(a, b *event) int {
+	slices.SortStableFunc(all, func(a, b *run) int {
 		switch {
 		case a.Elapsed > b.Elapsed:
 			return -1
@@ -265,7 +275,7 @@ func slowest(w io.Writer, args []string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, e := range all[:min(*n, len(all))] {
 		d := time.Duration(e.Elapsed * float64(time.Second)).Round(10 * time.Millisecond)
-		fmt.Fprintf(tw, "%10v\t%s\t%s\t%s\n", d, e.Action, e.Package, e.Test)
+		fmt.Fprintf(tw, "%10v\t%s\t%s\t%s\t%s\n", d, e.Action, e.label, e.Package, e.Test)
 	}
 	return tw.Flush()
 }

@@ -6,7 +6,7 @@
 //
 //	go test -json ... | testtool print [-v]   # go test's own text: failures and package lines (-v: all)
 //	testtool tally [LABEL=]FILE...            # per test: runs, failures; exit 1 if any failed
-//	testtool slowest [-n 20] FILE...          # the slowest top-level tests
+//	testtool slowest [-n 20] [LABEL=]FILE...  # the slowest top-level tests
 //	testtool changed BASE                     # Test functions changed since BASE: "dir TestName" lines
 //	testtool stall [-setting mild|harsh|off] [-log FILE] [-timeout D] CMD...  # CMD while freezing parts of its tree
 //
@@ -22,7 +22,7 @@ import (
 const usage = `usage:
   testtool print [-v] < go-test-json
   testtool tally [LABEL=]FILE...
-  testtool slowest [-n N] FILE...
+  testtool slowest [-n N] [LABEL=]FILE...
   testtool changed BASE
   testtool stall [-setting mild|harsh|off] [-log FILE] [-timeout D] CMD [ARG...]
 `
