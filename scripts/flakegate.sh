@@ -60,7 +60,16 @@ if [ -z "$run" ]; then
 	if [ -z "$base" ]; then
 		base=$(git merge-base HEAD main 2>/dev/null || git rev-parse HEAD)
 	fi
-	"$tool" changed "$base" >"$work/changed"
+	"$tool" changed "$base" >"$work/changed.all"
+	: >"$work/changed"
+	# Only packages the go command sees from here (tools/ is a module apart).
+	for dir in $(awk '{print $1}' "$work/changed.all" | sort -u); do
+		if go list "$dir" >/dev/null 2>&1; then
+			awk -v d="$dir" '$1 == d' "$work/changed.all" >>"$work/changed"
+		else
+			echo "flakegate: $dir is not a package of this module or workspace: left out" >&2
+		fi
+	done
 	if [ ! -s "$work/changed" ]; then
 		echo "flakegate: no Test function changed since $base; name tests with -run REGEXP PKG..." >&2
 		exit 2

@@ -103,11 +103,11 @@ echo "random seed $random; replay a seed with: go test -race -run '^TestNemesis\
 go test -race -c -o "$out/nemesis.test" .
 rootpkg=$(go list .)
 nemesis() {
-	local seed=$1 rc=0
+	local seed=$1 rc=0 t0=$SECONDS
 	go tool test2json -t -p "$rootpkg" "$out/nemesis.test" -test.v=test2json -test.run '^TestNemesis$' \
 		-test.count=1 -test.timeout 10m -nemesis.seed "$seed" -nemesis.duration 40s \
 		>"$out/nemesis-$seed.json" 2>&1 || rc=$?
-	echo "$rc" >"$out/nemesis-$seed.rc"
+	echo "$rc $((SECONDS - t0))" >"$out/nemesis-$seed.rc"
 }
 for seed in "${seeds[@]}" "$random"; do
 	while [ "$(jobs -rp | wc -l)" -ge "${NEMESIS_JOBS:-2}" ]; do wait -n || true; done
@@ -116,13 +116,15 @@ for seed in "${seeds[@]}" "$random"; do
 done
 wait
 nfailed=()
+# (They stay out of the slowest list, which they would fill: each takes the
+# time on its line.)
 for seed in "${seeds[@]}" "$random"; do
-	jsons+=("seed-$seed=$out/nemesis-$seed.json")
 	"$out/testtool" print <"$out/nemesis-$seed.json"
-	if [ "$(cat "$out/nemesis-$seed.rc")" = 0 ]; then
-		echo "ok  	$rootpkg	TestNemesis -nemesis.seed $seed"
+	read -r rc took <"$out/nemesis-$seed.rc"
+	if [ "$rc" = 0 ]; then
+		echo "ok  	$rootpkg	${took}s	TestNemesis -nemesis.seed $seed"
 	else
-		echo "FAIL	$rootpkg	TestNemesis -nemesis.seed $seed"
+		echo "FAIL	$rootpkg	${took}s	TestNemesis -nemesis.seed $seed"
 		nfailed+=("$seed")
 	fi
 done
