@@ -205,14 +205,14 @@ func tally(w io.Writer, args []string) (int, error) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, " runs\tfailed\tskipped\tcondition\tpackage\ttest")
-	failedRuns, failedTests := 0, 0
+	runs, failedRuns := 0, 0
 	for _, r := range all {
 		mark := " "
 		if r.failed() > 0 {
 			mark = "!"
 			failedRuns += r.failed()
-			failedTests++
 		}
+		runs += r.runs
 		fmt.Fprintf(tw, "%5d\t%5d %s\t%7d\t%s\t%s\t%s\n", r.runs, r.failed(), mark, r.skip, r.label, r.pkg, r.test)
 	}
 	tw.Flush()
@@ -224,10 +224,10 @@ func tally(w io.Writer, args []string) (int, error) {
 		return 1, nil
 	}
 	if failedRuns > 0 || len(pkgFails) > 0 {
-		fmt.Fprintf(w, "FAIL: %d failed run(s) of %d test(s), %d package failure(s)\n", failedRuns, failedTests, len(pkgFails))
+		fmt.Fprintf(w, "FAIL: %d of %d runs failed; %d package failure(s)\n", failedRuns, runs, len(pkgFails))
 		return 1, nil
 	}
-	fmt.Fprintf(w, "PASS: %d test(s), every run passed\n", len(all))
+	fmt.Fprintf(w, "PASS: all %d runs passed\n", runs)
 	return 0, nil
 }
 

@@ -146,7 +146,7 @@ func TestTally(t *testing.T) {
 		"    2      1 !        0  stall      p        TestA\n",
 		"    1      0          0  stall      p        TestB\n",
 		"    1      1 !        0  stall      p        TestC\n", // unfinished
-		"FAIL: 2 failed run(s) of 2 test(s), 0 package failure(s)",
+		"FAIL: 2 of 4 runs failed; 0 package failure(s)",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("tally output lacks %q:\n%s", want, b.String())
