@@ -75,7 +75,7 @@ func stall(args []string) (int, error) {
 
 	start := time.Now()
 	pauses, frozenFor := 0, time.Duration(0)
-	var frozen []int
+	var frozen []proc
 	thaw := func() {
 		signalAll(frozen, syscall.SIGCONT)
 		frozen = nil
@@ -85,7 +85,7 @@ func stall(args []string) (int, error) {
 	end := func(why string) error {
 		thaw()
 		fmt.Fprintf(os.Stderr, "testtool stall: %s: terminating the command's process tree\n", why)
-		tree := pidsOf(descendants(root))
+		tree := descendants(root)
 		signalAll(tree, syscall.SIGCONT)
 		signalAll(tree, syscall.SIGTERM)
 		select {
@@ -93,7 +93,7 @@ func stall(args []string) (int, error) {
 			signalAll(tree, syscall.SIGKILL) // children that outlived it
 			return err
 		case <-time.After(10 * time.Second):
-			signalAll(pidsOf(descendants(root)), syscall.SIGKILL)
+			signalAll(descendants(root), syscall.SIGKILL)
 			return <-done
 		}
 	}
@@ -148,47 +148,43 @@ loop:
 
 // between returns a duration drawn uniformly from [lo, hi].
 func between(lo, hi time.Duration) time.Duration {
-	return lo + rand.N(hi-lo+1)
+	return (lo + rand.N(hi-lo+1)).Round(time.Millisecond)
 }
 
 // pick chooses what to freeze of a tree listed root first: one process,
 // one process and its descendants, or the whole tree.
-func pick(tree []proc) []int {
+func pick(tree []proc) []proc {
 	if len(tree) == 0 {
 		return nil
 	}
 	switch rand.N(3) {
 	case 0:
-		return []int{tree[rand.N(len(tree))].pid}
+		return tree[rand.N(len(tree)):][:1]
 	case 1:
-		return pidsOf(descendantsIn(tree, tree[rand.N(len(tree))].pid))
+		return descendantsIn(tree, tree[rand.N(len(tree))].pid)
 	}
-	return pidsOf(tree)
+	return tree
 }
 
-func pidsOf(procs []proc) []int {
-	pids := make([]int, len(procs))
-	for i, p := range procs {
-		pids[i] = p.pid
-	}
-	return pids
-}
-
-func signalAll(pids []int, sig syscall.Signal) {
-	for _, pid := range pids {
-		syscall.Kill(pid, sig) // it may have exited: nothing to do then
+// signalAll sends sig to procs, each only if it is still the same process
+// (its start time unchanged): a process that has exited is left alone, and
+// so is another that got its pid since.
+func signalAll(procs []proc, sig syscall.Signal) {
+	for _, p := range procs {
+		if now, err := readProc(p.pid); err == nil && now.start == p.start {
+			syscall.Kill(p.pid, sig)
+		}
 	}
 }
 
-// describe names the processes of pids for the log.
-func describe(pids []int) string {
+// describe names procs for the log.
+func describe(procs []proc) string {
 	var b strings.Builder
-	for i, pid := range pids {
+	for i, p := range procs {
 		if i > 0 {
 			b.WriteString(" ")
 		}
-		p, _ := readProc(pid)
-		fmt.Fprintf(&b, "%d(%s)", pid, p.comm)
+		fmt.Fprintf(&b, "%d(%s)", p.pid, p.comm)
 	}
 	return b.String()
 }
@@ -196,6 +192,7 @@ func describe(pids []int) string {
 // proc is a process as /proc/PID/stat shows it.
 type proc struct {
 	pid, ppid int
+	start     string // start time, in clock ticks since boot
 	comm      string
 }
 
@@ -211,15 +208,16 @@ func readProc(pid int) (proc, error) {
 	if lp < 0 || rp < lp {
 		return proc{}, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, s)
 	}
+	// After the comm: state (field 3), ppid (4), ..., starttime (22).
 	f := strings.Fields(s[rp+1:])
-	if len(f) < 2 {
+	if len(f) < 20 {
 		return proc{}, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, s)
 	}
 	ppid, err := strconv.Atoi(f[1])
 	if err != nil {
 		return proc{}, err
 	}
-	return proc{pid: pid, ppid: ppid, comm: s[lp+1 : rp]}, nil
+	return proc{pid: pid, ppid: ppid, start: f[19], comm: s[lp+1 : rp]}, nil
 }
 
 // descendants lists root and every process descending from it, root
