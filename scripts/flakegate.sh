@@ -13,7 +13,8 @@
 # Options: -count N (default 20), -stall mild|harsh|off (harsh: 100-700 ms every
 # 0.3-1.5 s; mild: 50-250 ms every 0.5-2 s), -load on|off (on), -timeout D per
 # condition (15m; the condition's process tree is ended after it), -v (every test's
-# output, not only the failures'). ZKTEST_SCALE is passed through as set.
+# output, not only the failures'). Packages are named from the repository's root.
+# ZKTEST_SCALE is passed through as set.
 # Exit status: 0 every run passed; 1 a run failed, or a package failed outside its
 # tests (build, TestMain, timeout); 2 a usage or setup error.
 # Logs (go test -json, each freeze) stay in the directory it prints.
