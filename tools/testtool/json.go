@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 )
 
 // event is one line of `go test -json` (see `go doc test2json`), with the
@@ -274,8 +273,7 @@ func slowest(w io.Writer, args []string) error {
 	})
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, e := range all[:min(*n, len(all))] {
-		d := time.Duration(e.Elapsed * float64(time.Second)).Round(10 * time.Millisecond)
-		fmt.Fprintf(tw, "%10v\t%s\t%s\t%s\t%s\n", d, e.Action, e.label, e.Package, e.Test)
+		fmt.Fprintf(tw, "%8.2fs\t%s\t%s\t%s\t%s\n", e.Elapsed, e.Action, e.label, e.Package, e.Test)
 	}
 	return tw.Flush()
 }
