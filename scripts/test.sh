@@ -45,13 +45,15 @@ if [ -n "$unformatted" ]; then
 	echo "gofmt would change: $unformatted" >&2
 	exit 1
 fi
-# Each module's go line is the oldest Go release its code needs (README,
-# "Go version"); vet's stdversion check and the compiler's language-version
-# gate hold the code to it. Raising one is a decision: change both.
+# Each module's go line is the oldest Go release its code needs, and the
+# README says which ("go 1.24.0"); vet's stdversion check and the compiler's
+# language-version gate hold the code to it. Raising one is a decision:
+# change both.
 for d in "${moddirs[@]}"; do
 	goline=$(awk '/^go /{print $2}' "$d/go.mod")
-	if ! grep -q "go $goline" README.md; then
-		echo "${d#"$root"/}/go.mod says go $goline but README.md does not say so (section \"Go version\")" >&2
+	if ! grep -qF "go $goline" README.md; then
+		rel=${d#"$root"}
+		echo "${rel#/}${rel:+/}go.mod says go $goline but README.md does not say so" >&2
 		exit 1
 	fi
 done
