@@ -185,7 +185,9 @@ func TestConformanceReconnectCatchUp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer proxy.Close()
+		// Closed after c (cleanups run last first), so that c's Close
+		// still reaches the server and ends its session.
+		t.Cleanup(func() { proxy.Close() })
 		c, states := zkConnect(t, proxy.Addr())
 		p := tg.path
 		acl := zk.WorldACL(zk.PermAll)

@@ -30,6 +30,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"github.com/zkrecipes/zkrecipes/zkserver"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // rawClient is a minimal ZooKeeper client on the jute codec, for opcodes
@@ -41,7 +42,8 @@ type rawClient struct {
 	id      int64
 	passwd  []byte
 	timeout int32
-	frames  []frame // every frame received, in order
+	frames  []frame                  // every frame received, in order
+	redial  func() (net.Conn, error) // a new connection to the server, to end the session on
 }
 
 // frame is one frame a raw client received: a reply or a notification.
@@ -86,29 +88,64 @@ func handshake(t testing.TB, nc net.Conn, req jute.ConnectRequest) (*rawClient, 
 	}
 	var resp jute.ConnectResponse
 	resp.Decode(jute.NewDecoder(p))
-	c := &rawClient{t: t, nc: nc, id: resp.SessionID, passwd: resp.Passwd, timeout: resp.TimeOut}
+	c := &rawClient{t: t, nc: nc, id: resp.SessionID, passwd: resp.Passwd, timeout: resp.TimeOut,
+		redial: func() (net.Conn, error) { return net.DialTimeout("tcp", nc.RemoteAddr().String(), 5*time.Second) }}
 	if resp.SessionID != 0 {
 		t.Cleanup(c.closeSession)
 	}
 	return c, resp, nil
 }
 
-// closeSession ends c's session when its test ends, if this connection
-// still carries it. A session left to expire would end a few seconds
-// later, in whatever case is running then: its expiry is a transaction,
-// which shifts the zxids of that case's transcript on one server only.
+// closeSession ends c's session when its test ends. A session left to
+// expire would end a few seconds later, in whatever case is running
+// then: its expiry is a transaction, which shifts the zxids of that
+// case's transcript on one server only. If c's connection no longer
+// answers (the server closed it, or it holds an unanswered request), the
+// session is taken over on a new connection and closed there; a server
+// that refuses the session has ended it already.
 func (c *rawClient) closeSession() {
-	c.nc.SetDeadline(time.Now().Add(2 * time.Second))
-	r := jute.Request{Xid: c.xid + 1, Op: jute.OpCloseSession}
-	e := jute.NewFrameEncoder()
-	r.Encode(e)
-	if _, err := c.nc.Write(e.Frame()); err != nil {
+	if closeOn(c.nc, c.xid+1) == nil {
 		return
 	}
+	nc, err := c.redial()
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(zktest.Bound(5 * time.Second)))
+	e := jute.NewFrameEncoder()
+	(&jute.ConnectRequest{TimeOut: c.timeout, SessionID: c.id, Passwd: c.passwd}).Encode(e)
+	if _, err := nc.Write(e.Frame()); err != nil {
+		return
+	}
+	p, err := jute.ReadFrame(nc, 1<<20)
+	if err != nil {
+		return
+	}
+	var resp jute.ConnectResponse
+	resp.Decode(jute.NewDecoder(p))
+	if resp.SessionID == c.id {
+		closeOn(nc, 1)
+	}
+}
+
+// closeOn sends closeSession with xid on nc and reads up to its reply.
+func closeOn(nc net.Conn, xid int32) error {
+	nc.SetDeadline(time.Now().Add(zktest.Bound(2 * time.Second)))
+	e := jute.NewFrameEncoder()
+	(&jute.Request{Xid: xid, Op: jute.OpCloseSession}).Encode(e)
+	if _, err := nc.Write(e.Frame()); err != nil {
+		return err
+	}
 	for {
-		f, err := c.readFrame()
-		if err != nil || f.hdr.Xid == r.Xid {
-			return
+		p, err := jute.ReadFrame(nc, 1<<20)
+		if err != nil {
+			return err
+		}
+		var hdr jute.ReplyHeader
+		hdr.Decode(jute.NewDecoder(p))
+		if hdr.Xid == xid {
+			return nil
 		}
 	}
 }
@@ -620,6 +657,11 @@ func dialRawTLS(t testing.TB, addr string, cfg *tls.Config) (*rawClient, error) 
 	}
 	t.Cleanup(func() { nc.Close() })
 	c, _, err := handshake(t, nc, jute.ConnectRequest{TimeOut: 4000, Passwd: make([]byte, 16)})
+	if c != nil {
+		c.redial = func() (net.Conn, error) {
+			return tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
+		}
+	}
 	return c, err
 }
 
