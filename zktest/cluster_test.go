@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 )
 
 func TestStandaloneKillRestart(t *testing.T) {
@@ -34,7 +36,7 @@ func TestStandaloneKillRestart(t *testing.T) {
 	if c.Running(0) {
 		t.Fatal("Running after Kill")
 	}
-	if _, err := FourLetter(ctx, c.Addr(0), "ruok"); err == nil {
+	if _, err := zkadmin.FourLetter(ctx, c.Addr(0), "ruok"); err == nil {
 		t.Fatal("killed server answered ruok")
 	}
 	if err := c.Restart(ctx, 0); err != nil {
@@ -60,7 +62,7 @@ func TestStandaloneKillRestart(t *testing.T) {
 	if err := c.Restart(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := FourLetter(ctx, c.Addr(0), "ruok"); err != nil || got != "imok" {
+	if got, err := zkadmin.FourLetter(ctx, c.Addr(0), "ruok"); err != nil || got != "imok" {
 		t.Fatalf("ruok after Stop and Restart = %q, %v", got, err)
 	}
 

@@ -14,8 +14,10 @@
 // For fault injection between one client and one server, Proxy forwards TCP
 // connections and can delay, pause, blackhole or cut them, including a
 // one-shot trap that cuts a connection right after a chosen ZooKeeper
-// request. ExpireSession forces a session to expire on the server, and
-// FourLetter sends four-letter-word commands such as "ruok" and "srvr".
+// request. ExpireSession forces a session to expire on the server. To ask a
+// server about itself (four-letter words, the AdminServer, which
+// Options.AdminServer turns on), use package
+// github.com/zkrecipes/zkrecipes/zkclient/zkadmin.
 //
 // With the environment variable ZKTEST_SERVER=zkserver, Start runs a
 // standalone server in process with the embedded zkserver instead of a JVM

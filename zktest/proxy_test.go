@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 )
 
 // proxied returns a proxy to the shared server, a session through it and a
@@ -65,7 +67,7 @@ func TestProxyPassAndFourLetter(t *testing.T) {
 	}
 	// Four-letter words are not framed and pass through as they are.
 	ctx := testContext(t)
-	if got, err := FourLetter(ctx, p.Addr(), "ruok"); err != nil || got != "imok" {
+	if got, err := zkadmin.FourLetter(ctx, p.Addr(), "ruok"); err != nil || got != "imok" {
 		t.Fatalf("ruok through proxy = %q, %v", got, err)
 	}
 
@@ -77,11 +79,11 @@ func TestProxyPassAndFourLetter(t *testing.T) {
 	dead := ln.Addr().String()
 	ln.Close()
 	p.SetTarget(dead)
-	if got, _ := FourLetter(ctx, p.Addr(), "ruok"); got == "imok" {
+	if got, _ := zkadmin.FourLetter(ctx, p.Addr(), "ruok"); got == "imok" {
 		t.Fatal("ruok answered through a dead target")
 	}
 	p.SetTarget(sharedAddr(t))
-	if got, err := FourLetter(ctx, p.Addr(), "ruok"); err != nil || got != "imok" {
+	if got, err := zkadmin.FourLetter(ctx, p.Addr(), "ruok"); err != nil || got != "imok" {
 		t.Fatalf("ruok after SetTarget = %q, %v", got, err)
 	}
 }
