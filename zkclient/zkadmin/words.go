@@ -25,10 +25,10 @@ type Stats struct {
 	Version string // such as "3.8.4-...", "built on" and after left out
 	// Request latency in milliseconds since the counters were reset.
 	LatencyMin, LatencyAvg, LatencyMax float64
-	Received, Sent                     int64 // packets since the reset
-	Connections                        int   // client connections now
-	Outstanding                        int   // requests queued
-	Zxid                               int64 // the last transaction id
+	Received, Sent                     int64  // packets since the reset
+	Connections                        int    // client connections now
+	Outstanding                        int    // requests queued
+	Zxid                               int64  // the last transaction id
 	Mode                               string // "standalone", "leader", "follower" or "observer"
 	NodeCount                          int    // znodes in the tree
 }
