@@ -23,6 +23,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -172,11 +173,11 @@ func (e *env) watches() int {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	n, err := zktest.Watches(ctx, e.servers[0])
+	w, err := zkadmin.Wchs(ctx, e.servers[0])
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return n
+	return w.Watches
 }
 
 // lockBase takes a holding with lock (on a lock nobody holds) and returns
@@ -374,23 +375,12 @@ func watchersOf(t testing.TB, addr, p string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	out, err := zktest.FourLetter(ctx, addr, "wchp")
+	w, err := zkadmin.Wchp(ctx, addr)
 	if err != nil {
 		t.Fatalf("wchp: %v", err)
 	}
-	n, in := 0, false
-	for _, l := range strings.Split(out, "\n") {
-		switch {
-		case strings.HasPrefix(l, "/"):
-			in = l == p
-		case in && sessionLine.MatchString(l):
-			n++
-		}
-	}
-	return n
+	return len(w[p])
 }
-
-var sessionLine = regexp.MustCompile(`^\s+0x[0-9a-f]+`)
 
 // Recipe-side helpers shared by several tests.
 

@@ -54,6 +54,7 @@ func TestBadInput(t *testing.T) {
 		{"tls cert not PEM", []string{"join", "--tls-cert", "main.go", "--tls-key", "root.go", "/x", "--id", "a"}, exitUsage, `--tls-cert "main.go" with --tls-key "root.go": tls: failed to find any PEM data`},
 		{"auth without colon", []string{"lock", "--auth", "zkr-s3cret", "/x", "--", "true"}, exitUsage, "--auth: expected user:password (digest scheme), found no colon"},
 		{"auth without user", []string{"inspect", "--auth", ":s3cret", "/x"}, exitUsage, "--auth: expected user:password (digest scheme), the user is empty"},
+		{"bench without servers", []string{"bench", "--clients", "1"}, exitUsage, "no --servers given"},
 		{"bench with auth", []string{"bench", "--servers", "127.0.0.1:1", "--auth", "zkr:s3cret"}, exitUsage, "cannot use TLS or credentials"},
 		{"sasl user without password", []string{"lock", "--sasl-user", "zkr", "/x", "--", "true"}, exitUsage, "--sasl-user given without --sasl-password ($ZKR_SASL_PASSWORD)"},
 		{"sasl password without user", []string{"inspect", "--sasl-password", "s3cret", "/x"}, exitUsage, "--sasl-password given without --sasl-user ($ZKR_SASL_USER)"},

@@ -1,4 +1,4 @@
-package zkrecipes_test
+package gozk_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/bench"
+	"github.com/zkrecipes/zkrecipes/internal/gozk"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -130,14 +131,14 @@ func BenchmarkReads(b *testing.B) {
 	// TestMain's lock workloads either.
 	for _, client := range bench.ReadClients {
 		cfg.Reads = 20000
-		if _, err := bench.RunReads(ctx, client, cfg); err != nil {
+		if _, err := gozk.RunReads(ctx, client, cfg); err != nil {
 			b.Fatal(err)
 		}
 	}
 	cfg.Reads = max(b.N*goroutines/rounds, goroutines)
 	var runs []bench.ReadsResult
 	for _, client := range bench.Interleave(bench.ReadClients, rounds) {
-		r, err := bench.RunReads(ctx, client, cfg)
+		r, err := gozk.RunReads(ctx, client, cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -181,7 +182,7 @@ func compare(b *testing.B, contenders int, chain bool, recipes ...string) map[st
 	for _, recipe := range recipes {
 		// The warm-up (see above): a small run of each workload.
 		n := min(contenders, 10)
-		_, err := bench.Run(ctx, recipe, bench.Config{
+		_, err := gozk.Run(ctx, recipe, bench.Config{
 			Servers: shared.Addrs(), Path: fmt.Sprintf("/bench/warm-%s-%d-%d", recipe, contenders, time.Now().UnixNano()),
 			Contenders: n, Acquisitions: max(200, n), Chain: chain,
 		})
@@ -193,7 +194,7 @@ func compare(b *testing.B, contenders int, chain bool, recipes ...string) map[st
 	var runs []bench.Result
 	for _, recipe := range bench.Interleave(recipes, rounds) {
 		path := fmt.Sprintf("/bench/%s-%d-%d", recipe, contenders, time.Now().UnixNano())
-		res, err := bench.Run(ctx, recipe, bench.Config{
+		res, err := gozk.Run(ctx, recipe, bench.Config{
 			Servers: shared.Addrs(), Path: path, Contenders: contenders, Acquisitions: per, Chain: chain,
 		})
 		if err != nil {
