@@ -1,0 +1,41 @@
+package gozk_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/bench"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// With -bench, one real ZooKeeper, configured as in production and warmed
+// up, serves the benchmarks; the tests start their own servers.
+var (
+	shared    *zktest.Cluster
+	sharedErr = fmt.Errorf("no shared server: it is started for -bench only")
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if flag.Lookup("test.bench").Value.String() != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		shared, sharedErr = zktest.Start(ctx, zktest.Options{Production: true})
+		cancel()
+		if sharedErr == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			if err := bench.Warm(ctx, shared.Addrs(), "/warm"); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
+			cancel()
+		}
+	}
+	code := m.Run()
+	if shared != nil {
+		shared.Close()
+	}
+	os.Exit(code)
+}
