@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 )
 
@@ -25,8 +24,8 @@ func TestStandaloneKillRestart(t *testing.T) {
 		t.Fatalf("Addrs = %v, Addr(0) = %v", got, c.Addr(0))
 	}
 
-	conn, _ := connectZK(t, c.Addr(0))
-	if _, err := conn.Create("/kept", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	conn := connectZK(t, c.Addr(0))
+	if _, err := conn.Create(ctx, "/kept", []byte("x"), zkclient.Persistent, openACL); err != nil {
 		t.Fatal(err)
 	}
 
@@ -48,7 +47,7 @@ func TestStandaloneKillRestart(t *testing.T) {
 	if err := c.Restart(ctx, 0); err == nil {
 		t.Fatal("Restart of a running member succeeded")
 	}
-	waitState(t, conn, zk.StateHasSession, 10*time.Second)
+	waitConnected(t, conn, 10*time.Second)
 	if !exists(t, conn, "/kept") {
 		t.Fatal("node lost across Kill and Restart")
 	}
@@ -108,8 +107,8 @@ func TestEnsembleSurvivesKill(t *testing.T) {
 		t.Fatal("no leader")
 	}
 
-	conn, _ := connectZK(t, c.Addrs()...)
-	if _, err := conn.Create("/ensemble", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	conn := connectZK(t, c.Addrs()...)
+	if _, err := conn.Create(ctx, "/ensemble", nil, zkclient.Persistent, openACL); err != nil {
 		t.Fatal(err)
 	}
 
@@ -136,7 +135,7 @@ func TestEnsembleSurvivesKill(t *testing.T) {
 		}
 		return leaders == 1
 	}, "a new leader")
-	waitState(t, conn, zk.StateHasSession, 20*time.Second)
+	waitConnected(t, conn, 20*time.Second)
 	if !exists(t, conn, "/ensemble") {
 		t.Fatal("node lost after the leader was killed")
 	}
