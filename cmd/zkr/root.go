@@ -129,7 +129,10 @@ on servers given to them.
 		a.newSetCmd(),
 		a.newCreateCmd(),
 		a.newRmCmd(),
+		a.newVersionCmd(),
 	)
+	root.Version = strings.TrimSuffix(versionText(), "\n")
+	root.SetVersionTemplate("{{.Version}}\n")
 	return root
 }
 
