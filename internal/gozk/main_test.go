@@ -2,6 +2,7 @@ package gozk_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -16,11 +17,12 @@ import (
 // up, serves the benchmarks; the tests start their own servers.
 var (
 	shared    *zktest.Cluster
-	sharedErr = fmt.Errorf("no shared server: it is started for -bench only")
+	sharedErr error
 )
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	sharedErr = errors.New("no shared server: it is started for -bench only")
 	if flag.Lookup("test.bench").Value.String() != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		shared, sharedErr = zktest.Start(ctx, zktest.Options{Production: true})
