@@ -54,7 +54,6 @@ func TestBadInput(t *testing.T) {
 		{"tls cert not PEM", []string{"join", "--tls-cert", "main.go", "--tls-key", "root.go", "/x", "--id", "a"}, exitUsage, `--tls-cert "main.go" with --tls-key "root.go": tls: failed to find any PEM data`},
 		{"auth without colon", []string{"lock", "--auth", "zkr-s3cret", "/x", "--", "true"}, exitUsage, "--auth: expected user:password (digest scheme), found no colon"},
 		{"auth without user", []string{"inspect", "--auth", ":s3cret", "/x"}, exitUsage, "--auth: expected user:password (digest scheme), the user is empty"},
-		{"bench without servers", []string{"bench", "--clients", "1"}, exitUsage, "no --servers given"},
 		{"bench with auth", []string{"bench", "--servers", "127.0.0.1:1", "--auth", "zkr:s3cret"}, exitUsage, "cannot use TLS or credentials"},
 		{"sasl user without password", []string{"lock", "--sasl-user", "zkr", "/x", "--", "true"}, exitUsage, "--sasl-user given without --sasl-password ($ZKR_SASL_PASSWORD)"},
 		{"sasl password without user", []string{"inspect", "--sasl-password", "s3cret", "/x"}, exitUsage, "--sasl-password given without --sasl-user ($ZKR_SASL_USER)"},
@@ -103,6 +102,7 @@ func TestBadInput(t *testing.T) {
 		{"env tls ca unreadable", []string{"ZKR_TLS_CA=/nonexistent/ca.pem"}, []string{"inspect", "/x"}, `$ZKR_TLS_CA "/nonexistent/ca.pem": cannot read`},
 		{"flag over env", []string{"ZKR_TLS_CA=/nonexistent/env.pem"}, []string{"inspect", "--tls-ca", "/nonexistent/flag.pem", "/x"}, `--tls-ca "/nonexistent/flag.pem": cannot read`},
 		{"env auth without colon", []string{"ZKR_AUTH=zkr-s3cret"}, []string{"members", "/x"}, "$ZKR_AUTH: expected user:password"},
+		{"bench without servers", []string{"ZKR_SERVERS="}, []string{"bench", "--clients", "1"}, "no --servers given"},
 	}
 	for _, tt := range envTests {
 		t.Run(tt.name, func(t *testing.T) {
