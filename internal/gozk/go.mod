@@ -1,5 +1,8 @@
 module github.com/zkrecipes/zkrecipes/internal/gozk
 
+// This module is never released: it requires the library at the version
+// that go.work, at the root of the checkout, replaces with its directory.
+
 go 1.24.0
 
 require (

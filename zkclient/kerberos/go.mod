@@ -1,5 +1,10 @@
 module github.com/zkrecipes/zkrecipes/zkclient/kerberos
 
+// This module requires the zkrecipes modules at the release it is tagged
+// with (v0.1.0: tags v0.1.0, zkclient/kerberos/v0.1.0 and cmd/zkr/v0.1.0 on
+// one commit), so that go install ...@version needs no replace directive; in
+// a checkout, go.work at the root builds against their directories instead.
+
 go 1.24.0
 
 require (
