@@ -148,13 +148,21 @@ func TestProxyDelay(t *testing.T) {
 		t.Fatalf("round trip took %v with Delay(%v) each way", rtt, d)
 	}
 	p.Pass()
-	start = time.Now()
-	if _, _, err := via.Exists(t.Context(), "/"); err != nil {
-		t.Fatal(err)
+	// A delayed round trip takes 2d: one shorter than d shows the delay
+	// gone. A starved machine may slow a few down, so several are tried.
+	var rtts []time.Duration
+	for range 10 {
+		start = time.Now()
+		if _, _, err := via.Exists(t.Context(), "/"); err != nil {
+			t.Fatal(err)
+		}
+		rtt := time.Since(start)
+		if rtt < d {
+			return
+		}
+		rtts = append(rtts, rtt)
 	}
-	if rtt := time.Since(start); rtt >= d {
-		t.Fatalf("round trip took %v after Pass", rtt)
-	}
+	t.Fatalf("round trips took %v after Pass", rtts)
 }
 
 func TestProxyBlackholeAndCut(t *testing.T) {
