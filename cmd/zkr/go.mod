@@ -8,7 +8,6 @@ module github.com/zkrecipes/zkrecipes/cmd/zkr
 go 1.24.0
 
 require (
-	github.com/go-zookeeper/zk v1.0.4
 	github.com/jcmturner/gokrb5/v8 v8.4.4
 	github.com/schollz/progressbar/v3 v3.19.0
 	github.com/spf13/cobra v1.10.2
