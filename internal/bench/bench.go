@@ -350,9 +350,16 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // Warm runs a throwaway workload so the server's JIT compiler has compiled
 // the request paths before anything is measured: on a fresh JVM the first
 // workload measured would otherwise pay for the warm-up and look slower.
+// It runs the floor, then zkrecipes' Mutex; WarmWith runs others.
 func Warm(ctx context.Context, servers []string, path string) error {
-	for _, recipe := range []string{"go-zookeeper", "zkrecipes"} {
-		if _, err := Run(ctx, recipe, Config{Servers: servers, Path: path + "/" + recipe, Contenders: 10, Acquisitions: 3000}); err != nil {
+	return WarmWith(ctx, servers, path, Run, "floor", "zkrecipes")
+}
+
+// WarmWith warms the server up as Warm does, with each of recipes run by
+// run (Run, or a runner that knows more workloads).
+func WarmWith(ctx context.Context, servers []string, path string, run func(context.Context, string, Config) (Result, error), recipes ...string) error {
+	for _, recipe := range recipes {
+		if _, err := run(ctx, recipe, Config{Servers: servers, Path: path + "/" + recipe, Contenders: 10, Acquisitions: 3000}); err != nil {
 			return fmt.Errorf("bench: warm-up: %w", err)
 		}
 	}

@@ -129,7 +129,7 @@ func BenchmarkReads(b *testing.B) {
 	}
 	// The warm-up (see above); the server's read path is not warmed by
 	// TestMain's lock workloads either.
-	for _, client := range bench.ReadClients {
+	for _, client := range gozk.ReadClients {
 		cfg.Reads = 20000
 		if _, err := gozk.RunReads(ctx, client, cfg); err != nil {
 			b.Fatal(err)
@@ -137,18 +137,18 @@ func BenchmarkReads(b *testing.B) {
 	}
 	cfg.Reads = max(b.N*goroutines/rounds, goroutines)
 	var runs []bench.ReadsResult
-	for _, client := range bench.Interleave(bench.ReadClients, rounds) {
+	for _, client := range bench.Interleave(gozk.ReadClients, rounds) {
 		r, err := gozk.RunReads(ctx, client, cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if testing.Verbose() {
-			b.Logf("round %d: %-12s %.0f reads/s", len(runs)/len(bench.ReadClients)+1, client, r.PerSecond)
+			b.Logf("round %d: %-12s %.0f reads/s", len(runs)/len(gozk.ReadClients)+1, client, r.PerSecond)
 		}
 		runs = append(runs, r)
 	}
 	total := make(map[string]bench.ReadsResult)
-	for _, client := range bench.ReadClients {
+	for _, client := range gozk.ReadClients {
 		var mine []bench.ReadsResult
 		for _, r := range runs {
 			if r.Client == client {
@@ -159,7 +159,7 @@ func BenchmarkReads(b *testing.B) {
 	}
 	ours := total["zkclient"]
 	b.ReportMetric(float64(ours.Elapsed.Nanoseconds())/float64(ours.Reads)*goroutines, "ns/op")
-	for _, client := range bench.ReadClients {
+	for _, client := range gozk.ReadClients {
 		b.ReportMetric(total[client].PerSecond, client+"-reads/s")
 	}
 	b.ReportMetric(ours.PerSecond/total["go-zookeeper"].PerSecond, "vs-go-zookeeper")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/bench"
+	"github.com/zkrecipes/zkrecipes/internal/gozk"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -29,7 +30,8 @@ func TestMain(m *testing.M) {
 		cancel()
 		if sharedErr == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			if err := bench.Warm(ctx, shared.Addrs(), "/warm"); err != nil {
+			// As before the move: go-zookeeper/zk's Lock, then zkrecipes' Mutex.
+			if err := bench.WarmWith(ctx, shared.Addrs(), "/warm", gozk.Run, "go-zookeeper", "zkrecipes"); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 			}
 			cancel()
