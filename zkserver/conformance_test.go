@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 	"github.com/zkrecipes/zkrecipes/zkserver"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -400,7 +401,7 @@ func waitNoSessions(t *testing.T, addr string) {
 // sessions returns the ids of the sessions the server at addr lists in
 // its answer to dump, in hex as it writes them.
 func sessions(ctx context.Context, addr string) ([]string, error) {
-	out, err := zktest.FourLetter(ctx, addr, "dump")
+	out, err := zkadmin.FourLetter(ctx, addr, "dump")
 	if err != nil {
 		return nil, err
 	}

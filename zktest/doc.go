@@ -24,8 +24,9 @@
 // TCP connections and can delay, pause, blackhole or cut them, including a
 // one-shot trap that cuts a connection right after a chosen ZooKeeper
 // request ([Proxy.CutOnRequest]). [ExpireSession] forces a session to expire
-// on the server, and [FourLetter] sends four-letter-word commands such as
-// "ruok" and "srvr".
+// on the server. To ask a server about itself (four-letter words, the
+// AdminServer, which [Options].AdminServer turns on), use package
+// [github.com/zkrecipes/zkrecipes/zkclient/zkadmin].
 //
 // Tests wait for what they can observe, never for a guessed time: [Bound]
 // stretches an upper time bound by [Scale] ($ZKTEST_SCALE, doubled under

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"go.uber.org/goleak"
 )
 
@@ -61,32 +61,28 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-type nopLogger struct{}
-
-func (nopLogger) Printf(string, ...any) {}
-
-// connectZK opens a go-zookeeper session to the servers at addrs and waits until it has a
-// session. The connection is closed, and its goroutines are gone, when the
-// test ends.
-func connectZK(t *testing.T, addrs ...string) (*zk.Conn, <-chan zk.Event) {
+// connectZK opens a zkclient session to the servers at addrs. The
+// session is closed, and its goroutines are gone, when the test ends.
+func connectZK(t *testing.T, addrs ...string) *zkclient.Client {
 	t.Helper()
-	conn, events, err := zk.Connect(addrs, 10*time.Second, zk.WithLogger(nopLogger{}))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	conn, err := zkclient.Connect(ctx, addrs, zkclient.WithSessionTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		conn.Close()
-		for range events {
-		}
-	})
-	waitState(t, conn, zk.StateHasSession, 10*time.Second)
-	return conn, events
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
 
-// waitState waits until conn is in state.
-func waitState(t *testing.T, conn *zk.Conn, state zk.State, timeout time.Duration) {
+// waitConnected waits until conn has a live connection on its session.
+func waitConnected(t *testing.T, conn *zkclient.Client, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, timeout, func() bool { return conn.State() == state }, "connection state %v", state)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	if err := conn.WaitConnected(ctx); err != nil {
+		t.Fatalf("no connection after %v: %v", timeout, err)
+	}
 }
 
 // waitFor polls cond until it holds or timeout passes.
@@ -107,9 +103,9 @@ func testPath(name string) string {
 	return fmt.Sprintf("/%s-%d", name, time.Now().UnixNano())
 }
 
-func exists(t *testing.T, conn *zk.Conn, path string) bool {
+func exists(t *testing.T, conn *zkclient.Client, path string) bool {
 	t.Helper()
-	ok, _, err := conn.Exists(path)
+	_, ok, err := conn.Exists(t.Context(), path)
 	if err != nil {
 		t.Fatalf("exists %s: %v", path, err)
 	}
