@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -27,7 +26,7 @@ func TestAtomicLongLayout(t *testing.T) {
 	if v, err := a.Get(ctx); v != 0 || err != nil {
 		t.Errorf("Get of a missing node = %d, %v; want 0", v, err)
 	}
-	if ok, _, _ := e.admin.Exists(path); ok {
+	if _, ok, _ := e.admin.Exists(path); ok {
 		t.Errorf("Get made the node")
 	}
 	if v, err := a.Add(ctx, -3); v != -3 || err != nil {
@@ -112,7 +111,7 @@ func TestAtomicLongAdd(t *testing.T) {
 			// The lock's node is a container the server removes only
 			// minutes after its last child: it tells whether anyone
 			// was promoted.
-			if ok, _, _ := e.admin.Exists(lock); ok != promoted {
+			if _, ok, _ := e.admin.Exists(lock); ok != promoted {
 				t.Errorf("lock path exists: %v; want %v", ok, promoted)
 			}
 			e.empty(lock)
@@ -167,7 +166,7 @@ func TestAtomicLongUnconfirmed(t *testing.T) {
 		b := zkrecipes.NewAtomicLong(s, path)
 		var v int64
 		err := cutWhile(t, p, 1, "the create trap", "Add", func() (err error) { v, err = b.Add(ctx, 1); return err }, func() {
-			_, err := e.admin.Create(path, binary.BigEndian.AppendUint64(nil, uint64(other)), 0, zk.WorldACL(zk.PermAll))
+			_, err := e.admin.Create(path, binary.BigEndian.AppendUint64(nil, uint64(other)), zkclient.Persistent, openACL)
 			must(t, err, "create")
 		})
 		switch {

@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes"
@@ -87,13 +86,13 @@ func (e *env) serverTree(root string) map[string]nodeState {
 	var walk func(p string)
 	walk = func(p string) {
 		data, st, err := e.admin.Get(p)
-		if errors.Is(err, zk.ErrNoNode) {
+		if errors.Is(err, zkclient.ErrNoNode) {
 			return
 		}
 		must(e.t, err, "get %s", p)
 		out[p] = nodeState{Czxid: st.Czxid, Mzxid: st.Mzxid, Version: st.Version, Data: string(data)}
 		kids, _, err := e.admin.Children(p)
-		if errors.Is(err, zk.ErrNoNode) {
+		if errors.Is(err, zkclient.ErrNoNode) {
 			return
 		}
 		must(e.t, err, "children %s", p)
@@ -251,7 +250,7 @@ func (e *env) waitCopy(c *zkrecipes.Cache) map[string]nodeState {
 
 func (e *env) create(p, data string) {
 	e.t.Helper()
-	_, err := e.admin.Create(p, []byte(data), 0, zk.WorldACL(zk.PermAll))
+	_, err := e.admin.Create(p, []byte(data), zkclient.Persistent, openACL)
 	must(e.t, err, "create %s", p)
 }
 

@@ -25,7 +25,7 @@ func TestMutexParentContainerRemoved(t *testing.T) {
 		must(t, m.Lock(ctx), "Lock")
 		must(t, m.Unlock(ctx), "Unlock")
 		srv.CheckContainers()
-		if ok, _, _ := e.admin.Exists(lock); ok {
+		if _, ok, _ := e.admin.Exists(lock); ok {
 			t.Fatalf("the empty container %s was not removed", lock)
 		}
 		p.CutOnRequest(1, forward)

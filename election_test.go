@@ -594,8 +594,8 @@ func BenchmarkElectionHandover(b *testing.B) {
 
 // leaderNode finds the path of the node the session owner owns.
 func leaderNode(b *testing.B, addr, path string, owner int64) string {
-	c, ev := rawConn(b, []string{addr})
-	defer closeRaw(c, ev)
+	c := plainConn(b, []string{addr})
+	defer c.c.Close()
 	kids, _, err := c.Children(path)
 	if err != nil {
 		b.Fatal(err)

@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -37,8 +35,7 @@ type env struct {
 	t       *testing.T
 	servers []string
 	path    string
-	admin   *zk.Conn
-	adminEv <-chan zk.Event
+	admin   plain
 }
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
@@ -58,10 +55,10 @@ func newEnvOn(t *testing.T, servers []string) *env {
 	t.Helper()
 	zktest.CheckLeaks(t)
 	e := &env{t: t, servers: servers, path: testPath(t)}
-	e.admin, e.adminEv = rawConn(t, servers)
+	e.admin = plainConn(t, servers)
 	t.Cleanup(func() {
 		deleteTree(e.admin, e.path)
-		closeRaw(e.admin, e.adminEv)
+		e.admin.c.Close()
 	})
 	return e
 }
@@ -101,10 +98,11 @@ func (e *env) children(p string) []string {
 		var err error
 		kids, _, err = e.admin.Children(p)
 		switch {
-		case errors.Is(err, zk.ErrNoNode):
+		case errors.Is(err, zkclient.ErrNoNode):
 			kids = nil
 			return nil
-		case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrSessionMoved):
+		case errors.Is(err, zkclient.ErrConnectionLoss), errors.Is(err, zkclient.ErrNoServer),
+			errors.Is(err, zkclient.ErrSessionMoved), errors.Is(err, context.DeadlineExceeded):
 			return err
 		case err != nil:
 			e.t.Fatalf("children %s: %v", p, err)
@@ -128,8 +126,8 @@ func (e *env) mkdirs(p string) {
 	e.t.Helper()
 	for i := 1; i <= len(p); i++ {
 		if i == len(p) || p[i] == '/' {
-			_, err := e.admin.Create(p[:i], nil, 0, zk.WorldACL(zk.PermAll))
-			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			_, err := e.admin.Create(p[:i], nil, zkclient.Persistent, openACL)
+			if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
 				e.t.Fatalf("create %s: %v", p[:i], err)
 			}
 		}
@@ -191,9 +189,15 @@ func (e *env) watches() int {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
 	defer cancel()
-	n, err := zktest.WatchersUnder(ctx, e.servers[0], e.path)
+	w, err := zkadmin.Wchp(ctx, e.servers[0])
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	n := 0
+	for p, ids := range w {
+		if p == e.path || strings.HasPrefix(p, e.path+"/") {
+			n += len(ids)
+		}
 	}
 	return n
 }
@@ -210,29 +214,80 @@ func (e *env) lockBase(ctx context.Context, lock func(context.Context) error, wh
 	return e.watches()
 }
 
-func rawConn(t testing.TB, servers []string) (*zk.Conn, <-chan zk.Event) {
+// plain is a test's plain client, for looking at and changing the tree
+// behind the recipes' backs: zkclient, each call bounded by plainTimeout.
+type plain struct{ c *zkclient.Client }
+
+const plainTimeout = 20 * time.Second
+
+// plainConn connects a plain client; the caller closes it (p.c.Close).
+func plainConn(t testing.TB, servers []string) plain {
 	t.Helper()
-	c, ev, err := zk.Connect(servers, 20*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false))
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(plainTimeout))
+	defer cancel()
+	c, err := zkclient.Connect(ctx, servers, zkclient.WithSessionTimeout(plainTimeout))
 	if err != nil {
-		t.Fatalf("connect: %v", err)
+		t.Fatalf("plain connection to %v: %v", servers, err)
 	}
-	zktest.Eventually(t, 20*time.Second, fmt.Sprintf("admin connection to %v", servers), func() error {
-		if st := c.State(); st != zk.StateHasSession {
-			return fmt.Errorf("state %v", st)
-		}
-		return nil
-	})
-	return c, ev
+	return plain{c}
 }
 
-// closeRaw closes a plain client and waits until its goroutines are gone.
-func closeRaw(c *zk.Conn, ev <-chan zk.Event) {
-	c.Close()
-	for range ev {
-	}
+func (p plain) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), zktest.Bound(plainTimeout))
 }
 
-func deleteTree(c *zk.Conn, p string) {
+func (p plain) Create(path string, data []byte, mode zkclient.CreateMode, acl []zkclient.ACL) (string, error) {
+	ctx, cancel := p.ctx()
+	defer cancel()
+	return p.c.Create(ctx, path, data, mode, acl)
+}
+
+func (p plain) Get(path string) ([]byte, zkclient.Stat, error) {
+	ctx, cancel := p.ctx()
+	defer cancel()
+	return p.c.Get(ctx, path)
+}
+
+func (p plain) Set(path string, data []byte, version int32) (zkclient.Stat, error) {
+	ctx, cancel := p.ctx()
+	defer cancel()
+	return p.c.Set(ctx, path, data, version)
+}
+
+func (p plain) Delete(path string, version int32) error {
+	ctx, cancel := p.ctx()
+	defer cancel()
+	return p.c.Delete(ctx, path, version)
+}
+
+func (p plain) Exists(path string) (zkclient.Stat, bool, error) {
+	ctx, cancel := p.ctx()
+	defer cancel()
+	return p.c.Exists(ctx, path)
+}
+
+func (p plain) Children(path string) ([]string, zkclient.Stat, error) {
+	ctx, cancel := p.ctx()
+	defer cancel()
+	return p.c.Children(ctx, path)
+}
+
+func (p plain) Multi(ops ...zkclient.Op) ([]zkclient.OpResult, error) {
+	ctx, cancel := p.ctx()
+	defer cancel()
+	return p.c.Multi(ctx, ops...)
+}
+
+func (p plain) AddAuth(scheme string, auth []byte) error {
+	ctx, cancel := p.ctx()
+	defer cancel()
+	return p.c.AddAuth(ctx, scheme, auth)
+}
+
+// openACL gives everyone every permission.
+var openACL = zkclient.WorldACL(zkclient.PermAll)
+
+func deleteTree(c plain, p string) {
 	kids, _, err := c.Children(p)
 	if err != nil {
 		return
@@ -409,11 +464,11 @@ func watchersOf(t testing.TB, addr, p string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
 	defer cancel()
-	n, err := zktest.Watchers(ctx, addr, p)
+	w, err := zkadmin.Wchp(ctx, addr)
 	if err != nil {
 		t.Fatalf("wchp: %v", err)
 	}
-	return n
+	return len(w[p])
 }
 
 // Recipe-side helpers shared by several tests.

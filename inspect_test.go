@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // shape shows a queue view as "kind:holds|waits>N:data" per entry.
@@ -71,7 +70,7 @@ func TestInspectMutex(t *testing.T) {
 	e.queued(path, 2)
 	w2 := async(func() error { return ms[2].Lock(ctx) })
 	e.queued(path, 3)
-	_, err := e.admin.Create(path+"/config", []byte("x"), 0, zk.WorldACL(zk.PermAll))
+	_, err := e.admin.Create(path+"/config", []byte("x"), zkclient.Persistent, openACL)
 	must(t, err, "create a child that is not a contender")
 
 	observer := e.session()
@@ -164,11 +163,11 @@ func TestInspectForeignNodes(t *testing.T) {
 	ctx := ctxTimeout(t, time.Minute)
 	e.mkdirs(path)
 	for _, name := range []string{"_c_x-__WRIT__", "_c_x-__READ__", "id__rlock__", "id__lock__"} {
-		_, err := e.admin.Create(path+"/"+name, nil, zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		_, err := e.admin.Create(path+"/"+name, nil, zkclient.PersistentSequential, openACL)
 		must(t, err, "create %s", name)
 	}
 	for _, name := range []string{"member-a", "lock-12345", "x-lock-abcdefghij", "lock-9999999999"} {
-		_, err := e.admin.Create(path+"/"+name, nil, 0, zk.WorldACL(zk.PermAll))
+		_, err := e.admin.Create(path+"/"+name, nil, zkclient.Persistent, openACL)
 		must(t, err, "create %s", name)
 	}
 	v := inspect(t, ctx, e.session(), path)

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -239,7 +238,7 @@ func TestMutexPredecessorVanishesBeforeWatch(t *testing.T) {
 		must(t, holder.Lock(ctx), "round %d: holder Lock", i)
 		// A contender between the holder and the waiter, which the test
 		// deletes exactly between the waiter's listing and its watch.
-		mid, err := e.admin.Create(lock+"/_c_00000000-0000-0000-0000-000000000000-lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+		mid, err := e.admin.Create(lock+"/_c_00000000-0000-0000-0000-000000000000-lock-", nil, zkclient.EphemeralSequential, openACL)
 		must(t, err, "round %d: create middle node", i)
 		m := zkrecipes.NewMutex(s, lock)
 		var raced atomic.Int32

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -378,10 +376,10 @@ func ttlNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd) {
 	}
 
 	// Deleted: container and child are made again (by either side).
-	_, err = e.admin.Multi(&zk.DeleteRequest{Path: touch, Version: -1}, &zk.DeleteRequest{Path: p, Version: -1})
+	_, err = e.admin.Multi(e.admin.c.DeleteOp(touch, -1), e.admin.c.DeleteOp(p, -1))
 	must(t, err, "delete the touch child and the container (at once, so that no touch comes between)")
 	e.waitFor("the container and its child again", func() bool {
-		ok, _, _ := e.admin.Exists(touch)
+		_, ok, _ := e.admin.Exists(touch)
 		return ok
 	})
 	if d, _, _ := e.owned(p); d != "go-ttl-2" && d != "curator-ttl-2" {

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -60,9 +58,9 @@ func TestPersistentNodeRecreated(t *testing.T) {
 	// recording new data meanwhile.
 	_, st, err := e.admin.Get(p)
 	must(t, err, "get")
-	ops := []any{
-		&zk.DeleteRequest{Path: p, Version: st.Version},
-		&zk.CreateRequest{Path: p, Data: []byte("theirs"), Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral},
+	ops := []zkclient.Op{
+		e.admin.c.DeleteOp(p, st.Version),
+		e.admin.c.CreateOp(p, []byte("theirs"), zkclient.Ephemeral, openACL),
 	}
 	creates := s.Stats().Creates
 	_, err = e.admin.Multi(ops...)
@@ -162,7 +160,7 @@ func TestPersistentNodeCancel(t *testing.T) {
 	ctx := ctxTimeout(t, time.Minute)
 	p := e.path + "/taken"
 	e.mkdirs(e.path)
-	_, err := e.admin.Create(p, []byte("theirs"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	_, err := e.admin.Create(p, []byte("theirs"), zkclient.Ephemeral, openACL)
 	must(t, err, "create the admin's node")
 	s := e.session()
 	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
@@ -184,7 +182,7 @@ func TestPersistentNodeCancel(t *testing.T) {
 	}
 	e.empty(e.path)
 
-	_, err = e.admin.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+	_, err = e.admin.Create(p, nil, zkclient.Persistent, openACL)
 	must(t, err, "create a persistent node")
 	if _, err := zkrecipes.CreatePersistentNode(ctx, s, p, nil); !errors.Is(err, zkclient.ErrNodeExists) {
 		t.Errorf("ephemeral CreatePersistentNode on a persistent node = %v, want ErrNodeExists", err)
@@ -209,7 +207,7 @@ func TestPersistentNodeModes(t *testing.T) {
 
 	p := e.path + "/persistent"
 	e.mkdirs(e.path)
-	_, err := e.admin.Create(p, []byte("old"), 0, zk.WorldACL(zk.PermAll))
+	_, err := e.admin.Create(p, []byte("old"), zkclient.Persistent, openACL)
 	must(t, err, "create the existing node")
 	n := createNode(t, ctx, s, p, "new", zkrecipes.WithNodeMode(zkclient.Persistent))
 	e.nodeIs(p, "new", 0)
@@ -219,12 +217,12 @@ func TestPersistentNodeModes(t *testing.T) {
 		t.Errorf("persistent node has ephemeral owner 0x%x", st.EphemeralOwner)
 	}
 	// Replaced at once by another's persistent node: taken over again.
-	_, err = e.admin.Multi(&zk.DeleteRequest{Path: p, Version: -1},
-		&zk.CreateRequest{Path: p, Data: []byte("theirs"), Acl: zk.WorldACL(zk.PermAll)})
+	_, err = e.admin.Multi(e.admin.c.DeleteOp(p, -1),
+		e.admin.c.CreateOp(p, []byte("theirs"), zkclient.Persistent, openACL))
 	must(t, err, "replace the persistent node")
 	e.nodeIs(p, "new", 0)
 	must(t, n.Close(ctx), "Close")
-	if ok, _, _ := e.admin.Exists(p); ok {
+	if _, ok, _ := e.admin.Exists(p); ok {
 		t.Error("Close left the persistent node")
 	}
 
@@ -246,8 +244,8 @@ func TestPersistentNodeModes(t *testing.T) {
 	// An ephemeral node replaced by a persistent one stops keeping.
 	eph := e.path + "/eph"
 	r := createNode(t, ctx, s, eph, "r")
-	_, err = e.admin.Multi(&zk.DeleteRequest{Path: eph, Version: -1},
-		&zk.CreateRequest{Path: eph, Data: []byte("theirs"), Acl: zk.WorldACL(zk.PermAll)})
+	_, err = e.admin.Multi(e.admin.c.DeleteOp(eph, -1),
+		e.admin.c.CreateOp(eph, []byte("theirs"), zkclient.Persistent, openACL))
 	must(t, err, "replace the ephemeral node by a persistent one")
 	closed(t, r.Done(), "Done of an ephemeral node replaced by a persistent one")
 	if err := r.Err(); !errors.Is(err, zkclient.ErrNodeExists) {
@@ -295,13 +293,13 @@ func TestPersistentTTLNode(t *testing.T) {
 	must(t, e.admin.Delete(touch, -1), "delete the touch child")
 	must(t, e.admin.Delete(p, -1), "delete the node")
 	e.nodeIs(p, "d", 0)
-	e.waitFor("the touch child again", func() bool { ok, _, _ := e.admin.Exists(touch); return ok })
+	e.waitFor("the touch child again", func() bool { _, ok, _ := e.admin.Exists(touch); return ok })
 	must(t, n.SetData(ctx, []byte("e")), "SetData")
 	e.nodeIs(p, "e", 0)
 
 	must(t, n.Close(ctx), "Close")
 	closed(t, n.Done(), "Done after Close")
-	if ok, _, _ := e.admin.Exists(touch); !ok {
+	if _, ok, _ := e.admin.Exists(touch); !ok {
 		t.Error("Close deleted the touch child instead of leaving it to expire")
 	}
 	if _, err := zkrecipes.CreatePersistentTTLNode(ctx, s, p, time.Second, nil, zkrecipes.WithNodeMode(zkclient.Persistent)); !errors.Is(err, zkrecipes.ErrInvalidArgument) {

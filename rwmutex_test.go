@@ -14,10 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -275,7 +274,7 @@ func TestRWMutexKazooNames(t *testing.T) {
 		{"0123456789abcdef0123456789abcdef__rlock__", false},
 		{"0123456789abcdef0123456789abcdef__lock__", true},
 	} {
-		node, err := e.admin.Create(lock+"/"+c.name, nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+		node, err := e.admin.Create(lock+"/"+c.name, nil, zkclient.EphemeralSequential, openACL)
 		must(t, err, "create %s", c.name)
 		r, w := zkrecipes.NewRWMutex(s, lock), zkrecipes.NewRWMutex(s, lock)
 		holdFor("Lock behind "+c.name, w.Lock, true)

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -25,7 +23,7 @@ func TestSessionDigestAuthAndACL(t *testing.T) {
 	// The ancestors are created (world-readable) by the test, so that only
 	// the lock's own directory gets the restrictive ACL.
 	for _, p := range []string{"/test", e.path} {
-		if _, err := e.admin.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := e.admin.Create(p, nil, zkclient.Persistent, openACL); err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
 			t.Fatalf("create %s: %v", p, err)
 		}
 	}
@@ -34,7 +32,7 @@ func TestSessionDigestAuthAndACL(t *testing.T) {
 	m := zkrecipes.NewMutex(s, lock)
 	must(t, m.Lock(ctx), "Lock with digest auth")
 	_, _, err := e.admin.Children(lock)
-	if !errors.Is(err, zk.ErrNoAuth) {
+	if !errors.Is(err, zkclient.ErrNoAuth) {
 		t.Errorf("unauthenticated listing = %v, want NoAuth", err)
 	}
 	must(t, m.Unlock(ctx), "Unlock")
@@ -128,7 +126,7 @@ func TestSessionSASL(t *testing.T) {
 	ctx := ctxTimeout(t, time.Minute)
 	lock := e.path + "/lock"
 	for _, p := range []string{"/test", e.path} {
-		if _, err := e.admin.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := e.admin.Create(p, nil, zkclient.Persistent, openACL); err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
 			t.Fatalf("create %s: %v", p, err)
 		}
 	}
@@ -136,7 +134,7 @@ func TestSessionSASL(t *testing.T) {
 	s := e.session(app, zkrecipes.WithACL(zkclient.SASLACL(zkclient.PermAll, "app")))
 	m := zkrecipes.NewMutex(s, lock)
 	must(t, m.Lock(ctx), "Lock with SASL")
-	if _, _, err := e.admin.Children(lock); !errors.Is(err, zk.ErrNoAuth) {
+	if _, _, err := e.admin.Children(lock); !errors.Is(err, zkclient.ErrNoAuth) {
 		t.Errorf("unauthenticated listing = %v, want NoAuth", err)
 	}
 	must(t, m.Unlock(ctx), "Unlock")

@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -113,7 +112,7 @@ func TestSharedCountWatch(t *testing.T) {
 	must(t, writer.SetCount(ctx, 6), "SetCount")
 	next(zkrecipes.VersionedCount{Value: 6, Version: 1})
 	must(t, e.admin.Delete(path, -1), "delete")
-	_, err := e.admin.Create(path, []byte{0, 0, 0, 9}, 0, zk.WorldACL(zk.PermAll))
+	_, err := e.admin.Create(path, []byte{0, 0, 0, 9}, zkclient.Persistent, openACL)
 	must(t, err, "create")
 	next(zkrecipes.VersionedCount{Value: 9})
 	stop()

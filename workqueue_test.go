@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zkserver"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -47,7 +46,7 @@ func TestQueueLayout(t *testing.T) {
 	if err := kq.OfferPriority(ctx, nil, 1000); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
 		t.Errorf("OfferPriority(1000) = %v, want ErrInvalidArgument", err)
 	}
-	_, err := e.admin.Create(path+"/foreign", []byte("x"), 0, zk.WorldACL(zk.PermAll))
+	_, err := e.admin.Create(path+"/foreign", []byte("x"), zkclient.Persistent, openACL)
 	must(t, err, "create")
 
 	var curator, kazoo int
@@ -118,10 +117,10 @@ func TestQueuePathKinds(t *testing.T) {
 		}
 	}
 	srv.CheckContainers()
-	if ok, _, _ := e.admin.Exists(curator); ok {
+	if _, ok, _ := e.admin.Exists(curator); ok {
 		t.Errorf("the empty Curator-named queue %s was not removed: not a container", curator)
 	}
-	if ok, _, _ := e.admin.Exists(kazoo); !ok {
+	if _, ok, _ := e.admin.Exists(kazoo); !ok {
 		t.Errorf("the empty kazoo-named queue %s was removed: not persistent", kazoo)
 	}
 }
@@ -185,7 +184,7 @@ func TestQueueTakeWaits(t *testing.T) {
 	// Its watch is gone from the server: a change sends the session no event.
 	roundTrip(t, cs)
 	seen := cs.Stats().WatchEvents
-	_, err := e.admin.Create(path+"/x", nil, 0, zk.WorldACL(zk.PermAll))
+	_, err := e.admin.Create(path+"/x", nil, zkclient.Persistent, openACL)
 	must(t, err, "create")
 	must(t, e.admin.Delete(path+"/x", -1), "delete")
 	roundTrip(t, cs)

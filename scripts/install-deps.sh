@@ -10,6 +10,7 @@ need=()
 # Netty, for zktest's Options.TLS; zookeeper pulls it in, but its jar's
 # manifest does not name netty-codec.
 [ -f /usr/share/java/netty-codec.jar ] || need+=(libnetty-java)
+[ -f /usr/share/java/servlet-api.jar ] || need+=(libservlet-api-java)
 [ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
 [ -f /usr/share/java/curator-x-discovery.jar ] || need+=(libcurator-discovery-java)
 [ -f /usr/share/java/slf4j-nop.jar ] || need+=(libslf4j-java)

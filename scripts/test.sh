@@ -1,36 +1,153 @@
 #!/usr/bin/env bash
-# The project's test command: installs what is missing (Debian packages),
-# static checks, then every test with the race detector against real
-# ZooKeeper (started by the tests themselves), the recipe suite once more
-# on the embedded server, and a short fuzzing run.
+# The project's test command (README): bash scripts/test.sh
+#
+# Installs what is missing (Debian packages), then over every module of the
+# workspace (go.work's modules, or the root module alone when there is no
+# go.work): gofmt, the go line check, go vet, staticcheck; every test once with
+# the race detector against real ZooKeeper (started by the tests themselves);
+# the fault suite (TestNemesis) on its regression seeds and one random seed; the
+# recipe suite again on the embedded server; the twenty slowest tests; two short
+# fuzzing runs. The tools module (tools/: staticcheck, testtool) is checked and
+# built on its own, with GOWORK=off.
+#
+# A failed test fails the script and is never run again: for a lock library an
+# intermittent failure is a race until shown otherwise.
+#
+# Environment: ZKTEST_SCALE stretches the tests' upper time bounds (CI sets it,
+# see .ci/run); NEMESIS_SEED replaces the fault suite's random seed (to replay a
+# run); NEMESIS_JOBS is how many fault-suite runs go at once (2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+root=$PWD
+start=$(date +%s)
+step() { echo; echo "== $* ($(date +%T), $(($(date +%s) - start)) s in)"; }
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+# The workspace's modules, and a package pattern for each: one go command can
+# name packages of several workspace modules (./... alone is the root module's).
+if [ -f go.work ]; then
+	mapfile -t moddirs < <(go list -m -f '{{.Dir}}')
+else
+	moddirs=("$root")
+fi
+pkgs=()
+for d in "${moddirs[@]}"; do
+	pkgs+=(".${d#"$root"}/...")
+done
+echo "modules: ${pkgs[*]}; ZKTEST_SCALE=${ZKTEST_SCALE:-unset} (doubled under -race)"
+
+step "static checks"
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
 	echo "gofmt would change: $unformatted" >&2
 	exit 1
 fi
-# The go line in go.mod is the oldest Go release the code needs (README,
-# "Go version"); vet's stdversion check and the compiler's language-version
-# gate hold the code to it. Raising it is a decision: change both.
-goline=$(awk '/^go /{print $2}' go.mod)
-if ! grep -q "go $goline" README.md; then
-	echo "go.mod says go $goline but README.md does not say so (section \"Go version\")" >&2
+# Each module's go line is the oldest Go release its code needs, and the
+# README says which ("go 1.24.0"); vet's stdversion check and the compiler's
+# language-version gate hold the code to it. Raising one is a decision:
+# change both.
+for d in "${moddirs[@]}"; do
+	goline=$(awk '/^go /{print $2}' "$d/go.mod")
+	if ! grep -qF "go $goline" README.md; then
+		rel=${d#"$root"}
+		echo "${rel#/}${rel:+/}go.mod says go $goline but README.md does not say so" >&2
+		exit 1
+	fi
+done
+go vet "${pkgs[@]}"
+# staticcheck and testtool live in their own module (tools/) so that its newer
+# go line and its dependencies are not the library's.
+GOWORK=off go -C tools build -o "$out/staticcheck" honnef.co/go/tools/cmd/staticcheck
+GOWORK=off go -C tools build -o "$out/testtool" ./testtool
+"$out/staticcheck" "${pkgs[@]}"
+GOWORK=off go -C tools vet ./...
+(cd tools && GOWORK=off "$out/staticcheck" ./...)
+GOWORK=off go -C tools test -count=1 ./...
+
+# Test runs write go test -json to $out/LABEL.json and show go test's own text
+# (failures in full, one line per package). jsons feeds the slowest list.
+jsons=()
+slowest() {
+	step "the twenty slowest tests"
+	"$out/testtool" slowest -n 20 "${jsons[@]}"
+}
+# failed LABEL: ends the script after a failed run, with the slowest list and
+# then go test's closing lines of that run again.
+failed() {
+	slowest
+	echo
+	echo "== $1 failed; its failures:"
+	"$out/testtool" print <"$out/$1.json" | grep -E '^(--- FAIL|FAIL|ok  |panic: |--- UNFINISHED)' || true
+	exit 1
+}
+# gotest LABEL ARGS...: go test -json ARGS, shown as go test shows it.
+gotest() {
+	local label=$1 rc=0
+	shift
+	jsons+=("$label=$out/$label.json")
+	go test -json "$@" | tee "$out/$label.json" | "$out/testtool" print || rc=$?
+	[ "$rc" -eq 0 ] || failed "$label"
+}
+
+step "tests, with the race detector, on real ZooKeeper"
+gotest race -race -count=1 -timeout 12m -skip '^TestNemesis$' "${pkgs[@]}"
+
+# The fault suite: the seeds that once found a fault, and one random seed, each
+# a run of about a minute (40 s of faults, then the checks), NEMESIS_JOBS at
+# once from one test binary.
+step "the fault suite (TestNemesis)"
+seeds=(3 7 13 2704667788654528 1057048518516494 5413012982913397 8564367160994920)
+random=${NEMESIS_SEED:-$(($(od -An -N6 -tu8 /dev/urandom) + 1))}
+echo "random seed $random; replay a seed with: go test -race -run '^TestNemesis\$' -v . -args -nemesis.seed SEED"
+go test -race -c -o "$out/nemesis.test" .
+rootpkg=$(go list .)
+nemesis() {
+	local seed=$1 rc=0 t0=$SECONDS
+	go tool test2json -t -p "$rootpkg" "$out/nemesis.test" -test.v=test2json -test.run '^TestNemesis$' \
+		-test.count=1 -test.timeout 10m -nemesis.seed "$seed" -nemesis.duration 40s \
+		>"$out/nemesis-$seed.json" 2>&1 || rc=$?
+	echo "$rc $((SECONDS - t0))" >"$out/nemesis-$seed.rc"
+}
+for seed in "${seeds[@]}" "$random"; do
+	while [ "$(jobs -rp | wc -l)" -ge "${NEMESIS_JOBS:-2}" ]; do wait -n || true; done
+	echo "seed $seed: started $(date +%T)"
+	nemesis "$seed" &
+done
+wait
+nfailed=()
+# (They stay out of the slowest list, which they would fill: each takes the
+# time on its line.)
+for seed in "${seeds[@]}" "$random"; do
+	"$out/testtool" print <"$out/nemesis-$seed.json"
+	read -r rc took <"$out/nemesis-$seed.rc"
+	if [ "$rc" = 0 ]; then
+		echo "ok  	$rootpkg	${took}s	TestNemesis -nemesis.seed $seed"
+	else
+		echo "FAIL	$rootpkg	${took}s	TestNemesis -nemesis.seed $seed"
+		nfailed+=("$seed")
+	fi
+done
+if [ ${#nfailed[@]} -gt 0 ]; then
+	slowest
+	echo
+	echo "== the fault suite failed for seed(s) ${nfailed[*]}; replay: go test -race -run '^TestNemesis\$' -v . -args -nemesis.seed SEED"
 	exit 1
 fi
-go vet ./...
-# staticcheck lives in its own module (tools/) so that its newer go line is
-# not the library's.
-tooldir=$(mktemp -d)
-trap 'rm -rf "$tooldir"' EXIT
-go -C tools build -o "$tooldir/staticcheck" honnef.co/go/tools/cmd/staticcheck
-"$tooldir/staticcheck" ./...
-go test -race -count=1 -timeout 12m ./...
+
 # The recipe suite again, on the embedded server instead of real ZooKeeper
 # (ensembles stay real ZooKeeper).
-ZKTEST_SERVER=zkserver go test -race -count=1 -timeout 8m .
+step "the recipe suite on the embedded server"
+export ZKTEST_SERVER=zkserver
+gotest zkserver -race -count=1 -timeout 8m .
+unset ZKTEST_SERVER
+
+slowest
+
 # A short fuzzing run of the wire decoder (the embedded server's requests).
+step "fuzzing"
 go test -run '^$' -fuzz FuzzDecode -fuzztime 15s ./internal/jute
 # And of the client's handling of server replies.
 go test -run '^$' -fuzz FuzzReply -fuzztime 10s ./zkclient

@@ -2,6 +2,7 @@ package zkserver_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -9,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zkserver"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -29,30 +29,31 @@ func BenchmarkOps(b *testing.B) {
 			continue
 		}
 		b.Run(name, func(b *testing.B) {
-			c, _, err := zk.Connect([]string{addr}, 10e9, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+			ctx := b.Context()
+			c, err := zkclient.Connect(ctx, []string{addr}, zkclient.WithSessionTimeout(10*time.Second))
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer c.Close()
 			base := fmt.Sprintf("/bench-%s-%d", runNonce, b.N)
-			c.Create(base, nil, 0, openACL)
+			c.Create(ctx, base, nil, zkclient.Persistent, openACL)
 			b.Run("create", func(b *testing.B) {
 				for i := range b.N {
-					if _, err := c.Create(fmt.Sprintf("%s/n%d", base, i), []byte("x"), 0, openACL); err != nil && err != zk.ErrNodeExists {
+					if _, err := c.Create(ctx, fmt.Sprintf("%s/n%d", base, i), []byte("x"), zkclient.Persistent, openACL); err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
 						b.Fatal(err)
 					}
 				}
 			})
 			b.Run("getData", func(b *testing.B) {
 				for range b.N {
-					if _, _, err := c.Get(base); err != nil {
+					if _, _, err := c.Get(ctx, base); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
 			b.Run("setData", func(b *testing.B) {
 				for range b.N {
-					if _, err := c.Set(base, []byte("y"), -1); err != nil {
+					if _, err := c.Set(ctx, base, []byte("y"), -1); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -98,9 +99,10 @@ func BenchmarkWrites(b *testing.B) {
 	for _, tg := range targets {
 		b.Run(tg.name, func(b *testing.B) {
 			addr := tg.start(b)
-			conns := make([]*zk.Conn, clients)
+			ctx := b.Context()
+			conns := make([]*zkclient.Client, clients)
 			for i := range conns {
-				c, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+				c, err := zkclient.Connect(ctx, []string{addr}, zkclient.WithSessionTimeout(10*time.Second))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -108,10 +110,10 @@ func BenchmarkWrites(b *testing.B) {
 				conns[i] = c
 			}
 			base := "/bench-writes"
-			if _, err := conns[0].Create(base, nil, 0, openACL); err != nil && err != zk.ErrNodeExists {
+			if _, err := conns[0].Create(ctx, base, nil, zkclient.Persistent, openACL); err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
 				b.Fatal(err)
 			}
-			run := func(b *testing.B, op func(c *zk.Conn, i int64) error) {
+			run := func(b *testing.B, op func(c *zkclient.Client, i int64) error) {
 				var next atomic.Int64
 				var wg sync.WaitGroup
 				errs := make(chan error, clients)
@@ -137,14 +139,14 @@ func BenchmarkWrites(b *testing.B) {
 			}
 			b.Run("create", func(b *testing.B) {
 				prefix := fmt.Sprintf("%s/%d-", base, b.N)
-				run(b, func(c *zk.Conn, i int64) error {
-					_, err := c.Create(fmt.Sprintf("%s%d", prefix, i), []byte("x"), 0, openACL)
+				run(b, func(c *zkclient.Client, i int64) error {
+					_, err := c.Create(ctx, fmt.Sprintf("%s%d", prefix, i), []byte("x"), zkclient.Persistent, openACL)
 					return err
 				})
 			})
 			b.Run("setData", func(b *testing.B) {
-				run(b, func(c *zk.Conn, _ int64) error {
-					_, err := c.Set(base, []byte("y"), -1)
+				run(b, func(c *zkclient.Client, _ int64) error {
+					_, err := c.Set(ctx, base, []byte("y"), -1)
 					return err
 				})
 			})

@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/internal/jute"
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 )
 
 // versionLine is the first line of srvr and stat on ZooKeeper 3.7 and
@@ -77,10 +76,10 @@ func TestConformanceFourLetterWords(t *testing.T) {
 				r.logf("stat line %q", key)
 			}
 		}
-		// go-zookeeper v1.0.4's FLWSrvr wants the version of ZooKeeper 3.4
-		// to 3.6 ("built on 02/25/2022 08:49 GMT"): it cannot parse 3.8's.
-		stats, ok := zk.FLWSrvr([]string{tg.addr}, 5*time.Second)
-		r.logf("go-zookeeper FLWSrvr: ok=%v err=%v", ok, stats[0].Error)
+		// zkadmin parses both answers alike. (go-zookeeper/zk's FLWSrvr on
+		// both: internal/gozk's TestFLWSrvrOnZkserver.)
+		st, err := zkadmin.Srvr(t.Context(), tg.addr)
+		r.logf("zkadmin.Srvr: mode=%s version-prefix=%v err=%v", st.Mode, strings.HasPrefix(lines[0], "Zookeeper version: "+st.Version), err)
 
 		// envi: the keys in ZooKeeper's order, and the version kazoo reads.
 		envi := ask("envi")

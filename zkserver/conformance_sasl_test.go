@@ -82,10 +82,11 @@ func conformSASL(t *testing.T, require bool, body func(t *testing.T, tg target, 
 	}
 	path := casePath(t)
 	targets := []target{{name: "zookeeper", addr: p.real.Addr(0), path: path}, {name: "zkserver", addr: p.emb.Addr(), path: path}}
-	compare(t, nil, len(targets), func(i int) (string, func(*testing.T, *rec)) {
-		tg := targets[i]
-		return tg.name, func(t *testing.T, r *rec) { body(t, tg, r) }
-	})
+	var sides []side
+	for _, tg := range targets {
+		sides = append(sides, side{name: tg.name, addr: tg.addr, run: func(t *testing.T, r *rec) { body(t, tg, r) }})
+	}
+	compare(t, nil, sides)
 }
 
 // sasl sends a sasl request with token on c and records the answer: its

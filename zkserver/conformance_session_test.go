@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -107,23 +107,23 @@ func TestConformanceEphemerals(t *testing.T) {
 	})
 }
 
-// TestConformanceEphemeralOnClose closes a go-zookeeper session that
+// TestConformanceEphemeralOnClose closes a zkclient session that
 // holds an ephemeral sequential node and records what a watcher sees.
 func TestConformanceEphemeralOnClose(t *testing.T) {
 	conform(t, func(t *testing.T, tg target, r *rec) {
+		ctx := t.Context()
 		admin, _ := zkConnect(t, tg.addr)
 		c, _ := zkConnect(t, tg.addr)
 		p := tg.path
-		acl := zk.WorldACL(zk.PermAll)
-		admin.Create(p, nil, 0, acl)
-		name, err := c.Create(p+"/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
+		admin.Create(ctx, p, nil, zkclient.Persistent, openACL)
+		name, err := c.Create(ctx, p+"/lock-", nil, zkclient.EphemeralSequential, openACL)
 		r.logf("created %s %v", name, err)
-		ok, st, w, err := admin.ExistsW(name)
+		st, ok, w, err := admin.ExistsW(ctx, name)
 		r.logf("exists %v owner==session:%v %v", ok, st.EphemeralOwner == c.SessionID(), err)
 		c.Close()
 		ev := recvEvent(t, w)
 		r.logf("event %v %s", ev.Type, ev.Path)
-		kids, _, _ := admin.Children(p)
+		kids, _, _ := admin.Children(ctx, p)
 		r.logf("children %v", kids)
 	})
 }

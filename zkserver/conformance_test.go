@@ -132,10 +132,12 @@ func conform(t *testing.T, body func(t *testing.T, tg target, r *rec)) {
 	if realZKErr == nil {
 		targets = append([]target{{name: "zookeeper", addr: realZK.Addr(0), path: path}}, targets...)
 	}
-	compare(t, realZKErr, len(targets), func(i int) (string, func(*testing.T, *rec)) {
-		tg := targets[i]
-		return tg.name, func(t *testing.T, r *rec) { body(t, tg, r) }
-	})
+	var sides []side
+	for _, tg := range targets {
+		sides = append(sides, side{name: tg.name, addr: tg.addr, tree: tg.path,
+			run: func(t *testing.T, r *rec) { body(t, tg, r) }})
+	}
+	compare(t, realZKErr, sides)
 }
 
 // skipWithoutZooKeeper skips t (or fails it, see zktest.SkipOrFail)
@@ -157,24 +159,48 @@ func casePath(t *testing.T) string {
 	return "/conf-" + runNonce + "-" + strconv.FormatInt(caseSeq.Add(1), 10) + "-" + strings.ReplaceAll(t.Name(), "/", "_")
 }
 
-// compare runs n targets' bodies, each recording a transcript, and
+// side is one server's run of a case.
+type side struct {
+	name string // "zookeeper" or "zkserver"
+	addr string // the server's plain client port
+	run  func(*testing.T, *rec)
+	tree string // the case's path, removed when the case ends; "" to keep it
+}
+
+// compare runs each side's case, each recording a transcript, and
 // requires the transcripts of "zookeeper" and "zkserver" to be equal;
 // realErr says why there is no real ZooKeeper, if there is none.
-func compare(t *testing.T, realErr error, n int, target func(i int) (string, func(*testing.T, *rec))) {
+//
+// A server's transcript is strict about zxids, so nothing but the case
+// may write to it while the case runs. Each side's case therefore ends
+// only when the server lists no sessions (those the case closed are gone
+// at once; one it could not close, such as a connection the server cut
+// in the middle of a request, is waited out until it expires) and, with
+// tree set, once the case's nodes are removed (an empty container left
+// behind would be deleted by the server's container check, a minute
+// later, in another case).
+func compare(t *testing.T, realErr error, sides []side) {
 	t.Helper()
 	got := map[string][]string{}
-	for i := range n {
-		name, body := target(i)
+	for _, sd := range sides {
 		r := &rec{sessions: map[int64]string{}}
-		ok := t.Run(name, func(t *testing.T) {
+		ok := t.Run(sd.name, func(t *testing.T) {
+			// Registered first, so run after the case's own cleanups,
+			// which close its sessions.
+			t.Cleanup(func() {
+				waitNoSessions(t, sd.addr)
+				if sd.tree != "" {
+					removeTree(t, sd.addr, sd.tree)
+				}
+			})
 			r.t = t
-			body(t, r)
+			sd.run(t, r)
 		})
 		if !ok {
-			t.Logf("%s transcript so far:\n%s", name, strings.Join(r.normalized(), "\n"))
+			t.Logf("%s transcript so far:\n%s", sd.name, strings.Join(r.normalized(), "\n"))
 			return
 		}
-		got[name] = r.normalized()
+		got[sd.name] = r.normalized()
 	}
 	if realErr != nil {
 		if os.Getenv("ZKSERVER_NO_ZOOKEEPER") != "" {
@@ -353,3 +379,44 @@ func sorted(v []string) []string {
 }
 
 // Request constructors for the transcripts.
+
+// waitNoSessions waits until the server at addr lists no sessions.
+// A session the case could not close ends when it expires: the bound
+// leaves room for the 4 s sessions the cases open.
+func waitNoSessions(t *testing.T, addr string) {
+	t.Helper()
+	if err := zktest.NoSessions(addr, 20*time.Second); err != nil {
+		t.Fatalf("the case's sessions do not end: %v", err)
+	}
+}
+
+// removeTree deletes path and the nodes under it on the server at addr,
+// those its ACLs let an unauthenticated session delete, with a session
+// of its own, which ends with t as every raw client's does.
+func removeTree(t *testing.T, addr, path string) {
+	t.Helper()
+	c := newRaw(t, addr)
+	var nodes []string
+	for todo := []string{path}; len(todo) > 0; {
+		p := todo[0]
+		todo = todo[1:]
+		f := c.call(children(p, false))
+		if f.hdr.Err != 0 {
+			continue
+		}
+		nodes = append(nodes, p)
+		for _, kid := range jute.NewDecoder(f.body).Strings() {
+			todo = append(todo, p+"/"+kid)
+		}
+	}
+	// Children before their parents; the replies, errors or not, are
+	// read before the session closes.
+	for i := len(nodes) - 1; i >= 0; i-- {
+		c.send(del(nodes[i], -1))
+	}
+	for range nodes {
+		if _, err := c.readFrame(); err != nil {
+			t.Fatalf("removing %s: %v", path, err)
+		}
+	}
+}

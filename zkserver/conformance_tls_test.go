@@ -109,10 +109,11 @@ func conformTLS(t *testing.T, body func(t *testing.T, tg tlsTarget, r *rec)) {
 		{name: "zookeeper", addr: tlsReal.Addr(0), secure: tlsReal.SecureAddr(0), client: tlsReal.ClientTLS(), path: path},
 		{name: "zkserver", addr: tlsEmbedded.Addr(), secure: tlsEmbedded.SecureAddr(), client: tlsEmbCfg.Clone(), path: path},
 	}
-	compare(t, nil, len(targets), func(i int) (string, func(*testing.T, *rec)) {
-		tg := targets[i]
-		return tg.name, func(t *testing.T, r *rec) { body(t, tg, r) }
-	})
+	var sides []side
+	for _, tg := range targets {
+		sides = append(sides, side{name: tg.name, addr: tg.addr, run: func(t *testing.T, r *rec) { body(t, tg, r) }})
+	}
+	compare(t, nil, sides)
 }
 
 // TestConformanceTLS: the x509 scheme. A session over TLS is

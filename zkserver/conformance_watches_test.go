@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -180,47 +180,59 @@ func TestConformanceCheckWatchesAnyConnection(t *testing.T) {
 // the server delivers once the client reconnects with SetWatches.
 func TestConformanceReconnectCatchUp(t *testing.T) {
 	conform(t, func(t *testing.T, tg target, r *rec) {
+		ctx := t.Context()
 		admin, _ := zkConnect(t, tg.addr)
 		proxy, err := zktest.NewProxy(tg.addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer proxy.Close()
+		// Closed after c (cleanups run last first), so that c's Close
+		// still reaches the server and ends its session.
+		t.Cleanup(func() { proxy.Close() })
 		c, states := zkConnect(t, proxy.Addr())
 		p := tg.path
-		acl := zk.WorldACL(zk.PermAll)
 		for _, n := range []string{p, p + "/a", p + "/b", p + "/same"} {
-			if _, err := admin.Create(n, nil, 0, acl); err != nil {
+			if _, err := admin.Create(ctx, n, nil, zkclient.Persistent, openACL); err != nil {
 				t.Fatal(err)
 			}
 		}
-		_, _, wa, _ := c.GetW(p + "/a")
-		_, _, wb, _ := c.GetW(p + "/b")
-		_, _, wnew, _ := c.ExistsW(p + "/new")
-		_, _, wkids, _ := c.ChildrenW(p)
-		_, _, wsame, _ := c.GetW(p + "/same")
+		watch := func(_ any, _ zkclient.Stat, w *zkclient.Watch, err error) *zkclient.Watch {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return w
+		}
+		exists := func(st zkclient.Stat, ok bool, w *zkclient.Watch, err error) *zkclient.Watch {
+			return watch(ok, st, w, err)
+		}
+		wa := watch(c.GetW(ctx, p+"/a"))
+		wb := watch(c.GetW(ctx, p+"/b"))
+		wnew := exists(c.ExistsW(ctx, p+"/new"))
+		wkids := watch(c.ChildrenW(ctx, p))
+		wsame := watch(c.GetW(ctx, p+"/same"))
 
 		proxy.Refuse(true)
 		proxy.Cut()
-		if !states.wait(zk.StateDisconnected, 10*time.Second) {
+		if !states.wait(zkclient.StateSuspended, 10*time.Second) {
 			t.Fatal("not disconnected")
 		}
-		admin.Set(p+"/a", []byte("x"), -1)
-		admin.Delete(p+"/b", -1)
-		admin.Create(p+"/new", nil, 0, acl)
+		admin.Set(ctx, p+"/a", []byte("x"), -1)
+		admin.Delete(ctx, p+"/b", -1)
+		admin.Create(ctx, p+"/new", nil, zkclient.Persistent, openACL)
 		proxy.Refuse(false)
-		if !states.wait(zk.StateHasSession, 10*time.Second) {
+		if !states.wait(zkclient.StateReconnected, 10*time.Second) {
 			t.Fatal("no reconnect")
 		}
 		for _, w := range []struct {
 			name string
-			ch   <-chan zk.Event
+			w    *zkclient.Watch
 		}{{"a", wa}, {"b", wb}, {"new", wnew}, {"kids", wkids}} {
-			ev := recvEvent(t, w.ch)
+			ev := recvEvent(t, w.w)
 			r.logf("%s: %v %s", w.name, ev.Type, ev.Path)
 		}
 		// The unchanged node's watch was re-registered and still fires.
-		admin.Set(p+"/same", []byte("y"), -1)
+		admin.Set(ctx, p+"/same", []byte("y"), -1)
 		ev := recvEvent(t, wsame)
 		r.logf("same: %v %s", ev.Type, ev.Path)
 	})

@@ -25,15 +25,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/internal/jute"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zkserver"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// rawClient is a minimal ZooKeeper client on the jute codec, for opcodes
-// go-zookeeper/zk does not expose and for exact frame-by-frame checks.
+// rawClient is a minimal ZooKeeper client on the jute codec, for exact
+// frame-by-frame checks and requests no client library sends.
 type rawClient struct {
 	t       testing.TB
 	nc      net.Conn
@@ -41,7 +41,8 @@ type rawClient struct {
 	id      int64
 	passwd  []byte
 	timeout int32
-	frames  []frame // every frame received, in order
+	frames  []frame                  // every frame received, in order
+	redial  func() (net.Conn, error) // a new connection to the server, to end the session on
 }
 
 // frame is one frame a raw client received: a reply or a notification.
@@ -86,29 +87,64 @@ func handshake(t testing.TB, nc net.Conn, req jute.ConnectRequest) (*rawClient, 
 	}
 	var resp jute.ConnectResponse
 	resp.Decode(jute.NewDecoder(p))
-	c := &rawClient{t: t, nc: nc, id: resp.SessionID, passwd: resp.Passwd, timeout: resp.TimeOut}
+	c := &rawClient{t: t, nc: nc, id: resp.SessionID, passwd: resp.Passwd, timeout: resp.TimeOut,
+		redial: func() (net.Conn, error) { return net.DialTimeout("tcp", nc.RemoteAddr().String(), 5*time.Second) }}
 	if resp.SessionID != 0 {
 		t.Cleanup(c.closeSession)
 	}
 	return c, resp, nil
 }
 
-// closeSession ends c's session when its test ends, if this connection
-// still carries it. A session left to expire would end a few seconds
-// later, in whatever case is running then: its expiry is a transaction,
-// which shifts the zxids of that case's transcript on one server only.
+// closeSession ends c's session when its test ends. A session left to
+// expire would end a few seconds later, in whatever case is running
+// then: its expiry is a transaction, which shifts the zxids of that
+// case's transcript on one server only. If c's connection no longer
+// answers (the server closed it, or it holds an unanswered request), the
+// session is taken over on a new connection and closed there; a server
+// that refuses the session has ended it already.
 func (c *rawClient) closeSession() {
-	c.nc.SetDeadline(time.Now().Add(2 * time.Second))
-	r := jute.Request{Xid: c.xid + 1, Op: jute.OpCloseSession}
-	e := jute.NewFrameEncoder()
-	r.Encode(e)
-	if _, err := c.nc.Write(e.Frame()); err != nil {
+	if closeOn(c.nc, c.xid+1) == nil {
 		return
 	}
+	nc, err := c.redial()
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(zktest.Bound(5 * time.Second)))
+	e := jute.NewFrameEncoder()
+	(&jute.ConnectRequest{TimeOut: c.timeout, SessionID: c.id, Passwd: c.passwd}).Encode(e)
+	if _, err := nc.Write(e.Frame()); err != nil {
+		return
+	}
+	p, err := jute.ReadFrame(nc, 1<<20)
+	if err != nil {
+		return
+	}
+	var resp jute.ConnectResponse
+	resp.Decode(jute.NewDecoder(p))
+	if resp.SessionID == c.id {
+		closeOn(nc, 1)
+	}
+}
+
+// closeOn sends closeSession with xid on nc and reads up to its reply.
+func closeOn(nc net.Conn, xid int32) error {
+	nc.SetDeadline(time.Now().Add(zktest.Bound(2 * time.Second)))
+	e := jute.NewFrameEncoder()
+	(&jute.Request{Xid: xid, Op: jute.OpCloseSession}).Encode(e)
+	if _, err := nc.Write(e.Frame()); err != nil {
+		return err
+	}
 	for {
-		f, err := c.readFrame()
-		if err != nil || f.hdr.Xid == r.Xid {
-			return
+		p, err := jute.ReadFrame(nc, 1<<20)
+		if err != nil {
+			return err
+		}
+		var hdr jute.ReplyHeader
+		hdr.Decode(jute.NewDecoder(p))
+		if hdr.Xid == xid {
+			return nil
 		}
 	}
 }
@@ -273,47 +309,38 @@ func nullCreate(op int32, p string, flags int32) jute.Request {
 	return jute.Request{Op: op, Path: p, Data: nil, ACL: open, Flags: flags}
 }
 
-var openACL = zk.WorldACL(zk.PermAll)
+var openACL = zkclient.WorldACL(zkclient.PermAll)
 
-// zkConnect connects go-zookeeper/zk to addr and records its session
-// events.
-func zkConnect(t *testing.T, addr string) (*zk.Conn, *stateLog) {
+// zkConnect connects a zkclient session (4s timeout) to addr and records
+// its state changes; it is closed when the test ends.
+func zkConnect(t *testing.T, addr string) (*zkclient.Client, *stateLog) {
 	t.Helper()
 	log := &stateLog{}
-	c, _, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogInfo(false),
-		zk.WithLogger(quiet{}), zk.WithEventCallback(log.add))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	c, err := zkclient.Connect(ctx, []string{addr}, zkclient.WithSessionTimeout(4*time.Second),
+		zkclient.WithStateCallback(log.add))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
-	if !log.wait(zk.StateHasSession, 10*time.Second) {
-		t.Fatal("no session")
-	}
+	t.Cleanup(func() { c.Close() })
 	return c, log
 }
 
-// quiet drops go-zookeeper's log lines.
-type quiet struct{}
-
-func (quiet) Printf(string, ...any) {}
-
-// stateLog records the session states go-zookeeper reports.
+// stateLog records the session states a client reports.
 type stateLog struct {
 	mu     sync.Mutex
-	states []zk.State
+	states []zkclient.State
 }
 
-func (l *stateLog) add(ev zk.Event) {
-	if ev.Type != zk.EventSession {
-		return
-	}
+func (l *stateLog) add(ev zkclient.StateEvent) {
 	l.mu.Lock()
 	l.states = append(l.states, ev.State)
 	l.mu.Unlock()
 }
 
 // wait waits until state s has been reported after the last wait.
-func (l *stateLog) wait(s zk.State, d time.Duration) bool {
+func (l *stateLog) wait(s zkclient.State, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		l.mu.Lock()
@@ -330,14 +357,15 @@ func (l *stateLog) wait(s zk.State, d time.Duration) bool {
 	return false
 }
 
-func recvEvent(t *testing.T, ch <-chan zk.Event) zk.Event {
+// recvEvent returns w's event, failing the test if none comes.
+func recvEvent(t *testing.T, w *zkclient.Watch) zkclient.Event {
 	t.Helper()
 	select {
-	case ev := <-ch:
+	case ev := <-w.Event():
 		return ev
 	case <-time.After(10 * time.Second):
 		t.Fatal("no watch event")
-		return zk.Event{}
+		return zkclient.Event{}
 	}
 }
 
@@ -424,47 +452,48 @@ func sameTree(t *testing.T, want, got map[string]string) {
 }
 
 // writeSome runs a mix of transactions from a client.
-func writeSome(t *testing.T, c *zk.Conn, prefix string) {
+func writeSome(t *testing.T, c *zkclient.Client, prefix string) {
 	t.Helper()
+	ctx := t.Context()
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := c.Create(prefix, []byte("root"), 0, openACL)
+	_, err := c.Create(ctx, prefix, []byte("root"), zkclient.Persistent, openACL)
 	must(err)
-	_, err = c.Create(prefix+"/a", []byte("1"), 0, openACL)
+	_, err = c.Create(ctx, prefix+"/a", []byte("1"), zkclient.Persistent, openACL)
 	must(err)
 	for i := range 3 {
-		_, err = c.Set(prefix+"/a", fmt.Appendf(nil, "v%d", i), -1)
+		_, err = c.Set(ctx, prefix+"/a", fmt.Appendf(nil, "v%d", i), -1)
 		must(err)
 	}
 	for range 3 {
-		_, err = c.Create(prefix+"/seq-", nil, zk.FlagSequence, openACL)
+		_, err = c.Create(ctx, prefix+"/seq-", nil, zkclient.PersistentSequential, openACL)
 		must(err)
 	}
-	must(c.Delete(prefix+"/seq-0000000001", -1))
-	_, err = c.SetACL(prefix+"/a", zk.WorldACL(zk.PermRead|zk.PermWrite), -1)
+	must(c.Delete(ctx, prefix+"/seq-0000000001", -1))
+	_, err = c.SetACL(ctx, prefix+"/a", zkclient.WorldACL(zkclient.PermRead|zkclient.PermWrite), -1)
 	must(err)
-	_, err = c.Multi(&zk.CreateRequest{Path: prefix + "/m", Data: []byte("m"), Acl: openACL},
-		&zk.CreateRequest{Path: prefix + "/m/x", Acl: openACL},
-		&zk.SetDataRequest{Path: prefix, Data: []byte("r2"), Version: -1})
+	_, err = c.Multi(ctx, c.CreateOp(prefix+"/m", []byte("m"), zkclient.Persistent, openACL),
+		c.CreateOp(prefix+"/m/x", nil, zkclient.Persistent, openACL),
+		c.SetOp(prefix, []byte("r2"), -1))
 	must(err)
-	_, err = c.Multi(&zk.DeleteRequest{Path: prefix + "/m/x", Version: -1},
-		&zk.DeleteRequest{Path: prefix + "/m", Version: -1},
-		&zk.CreateRequest{Path: prefix + "/m", Data: []byte("again"), Acl: openACL},
-		&zk.CreateRequest{Path: prefix + "/m/y", Acl: openACL},
-		&zk.CreateRequest{Path: prefix + "/gone", Acl: openACL},
-		&zk.DeleteRequest{Path: prefix + "/gone", Version: -1})
+	_, err = c.Multi(ctx, c.DeleteOp(prefix+"/m/x", -1),
+		c.DeleteOp(prefix+"/m", -1),
+		c.CreateOp(prefix+"/m", []byte("again"), zkclient.Persistent, openACL),
+		c.CreateOp(prefix+"/m/y", nil, zkclient.Persistent, openACL),
+		c.CreateOp(prefix+"/gone", nil, zkclient.Persistent, openACL),
+		c.DeleteOp(prefix+"/gone", -1))
 	must(err)
-	_, err = c.Multi(&zk.CreateRequest{Path: prefix + "/never", Acl: openACL},
-		&zk.DeleteRequest{Path: prefix + "/nope", Version: -1})
-	if !errors.Is(err, zk.ErrNoNode) {
+	_, err = c.Multi(ctx, c.CreateOp(prefix+"/never", nil, zkclient.Persistent, openACL),
+		c.DeleteOp(prefix+"/nope", -1))
+	if !errors.Is(err, zkclient.ErrNoNode) {
 		t.Fatalf("failed multi: %v", err)
 	}
-	_, err = c.Create(prefix+"/a", nil, 0, openACL) // a failed write takes a zxid too
-	if !errors.Is(err, zk.ErrNodeExists) {
+	_, err = c.Create(ctx, prefix+"/a", nil, zkclient.Persistent, openACL) // a failed write takes a zxid too
+	if !errors.Is(err, zkclient.ErrNodeExists) {
 		t.Fatalf("create twice: %v", err)
 	}
 }
@@ -620,6 +649,11 @@ func dialRawTLS(t testing.TB, addr string, cfg *tls.Config) (*rawClient, error) 
 	}
 	t.Cleanup(func() { nc.Close() })
 	c, _, err := handshake(t, nc, jute.ConnectRequest{TimeOut: 4000, Passwd: make([]byte, 16)})
+	if c != nil {
+		c.redial = func() (net.Conn, error) {
+			return tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
+		}
+	}
 	return c, err
 }
 

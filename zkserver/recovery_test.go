@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"github.com/zkrecipes/zkrecipes/zkserver"
@@ -35,12 +35,12 @@ func TestDataDirKeepsTreeAndZxid(t *testing.T) {
 	mem := zkserver.RunT(t)
 	cm, _ := zkConnect(t, mem.Addr())
 	writeSome(t, cm, "/p")
-	wantSeq, err := cm.Create("/p/seq-", nil, zk.FlagSequence, openACL)
+	wantSeq, err := cm.Create(t.Context(), "/p/seq-", nil, zkclient.PersistentSequential, openACL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c2, _ := zkConnect(t, s2.Addr())
-	p, err := c2.Create("/p/seq-", nil, zk.FlagSequence, openACL)
+	p, err := c2.Create(t.Context(), "/p/seq-", nil, zkclient.PersistentSequential, openACL)
 	if err != nil || p != wantSeq {
 		t.Fatalf("sequential create after restart: %q %v, want %q", p, err, wantSeq)
 	}
@@ -115,7 +115,7 @@ func TestDataDirEphemeralSurvivesQuickRestart(t *testing.T) {
 	s := startDurable(t, opts, "127.0.0.1:0")
 	addr := s.Addr()
 	c, _ := zkConnect(t, addr) // 4s session timeout
-	if _, err := c.Create("/e", []byte("mine"), zk.FlagEphemeral, openACL); err != nil {
+	if _, err := c.Create(t.Context(), "/e", []byte("mine"), zkclient.Ephemeral, openACL); err != nil {
 		t.Fatal(err)
 	}
 	id := c.SessionID()
@@ -127,7 +127,7 @@ func TestDataDirEphemeralSurvivesQuickRestart(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		data, _, err := c.Get("/e")
+		data, _, err := c.Get(t.Context(), "/e")
 		if err == nil {
 			if string(data) != "mine" {
 				t.Fatalf("/e: %q", data)
@@ -160,11 +160,11 @@ func TestDataDirSessionExpiresAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	opts := zkserver.Options{DataDir: dir, TickTime: 50 * time.Millisecond}
 	s := startDurable(t, opts, "127.0.0.1:0")
-	c, _, err := zk.Connect([]string{s.Addr()}, time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	c, err := zkclient.Connect(t.Context(), []string{s.Addr()}, zkclient.WithSessionTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Create("/e", nil, zk.FlagEphemeral, openACL); err != nil {
+	if _, err := c.Create(t.Context(), "/e", nil, zkclient.Ephemeral, openACL); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

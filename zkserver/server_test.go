@@ -10,134 +10,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
-	"github.com/zkrecipes/zkrecipes/internal/jute"
+	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 	"github.com/zkrecipes/zkrecipes/zkserver"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
-
-func TestGoClientOperations(t *testing.T) {
-	s := zkserver.RunT(t)
-	c, _ := zkConnect(t, s.Addr())
-	if _, err := c.Create("/a", []byte("1"), 0, openACL); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Create("/a", nil, 0, openACL); !errors.Is(err, zk.ErrNodeExists) {
-		t.Fatalf("create twice: %v", err)
-	}
-	data, st, err := c.Get("/a")
-	if err != nil || string(data) != "1" || st.Version != 0 || st.DataLength != 1 {
-		t.Fatalf("get: %q %+v %v", data, st, err)
-	}
-	if _, err := c.Set("/a", []byte("2"), 5); !errors.Is(err, zk.ErrBadVersion) {
-		t.Fatalf("set bad version: %v", err)
-	}
-	st, err = c.Set("/a", []byte("22"), 0)
-	if err != nil || st.Version != 1 || st.DataLength != 2 || st.Mzxid <= st.Czxid {
-		t.Fatalf("set: %+v %v", st, err)
-	}
-	ok, _, err := c.Exists("/a")
-	if !ok || err != nil {
-		t.Fatalf("exists: %v %v", ok, err)
-	}
-	if _, err := c.Create("/a/b", nil, zk.FlagEphemeral, openACL); err != nil {
-		t.Fatal(err)
-	}
-	kids, st, err := c.Children("/a")
-	if err != nil || len(kids) != 1 || kids[0] != "b" || st.NumChildren != 1 || st.Cversion != 1 {
-		t.Fatalf("children: %v %+v %v", kids, st, err)
-	}
-	if err := c.Delete("/a", -1); !errors.Is(err, zk.ErrNotEmpty) {
-		t.Fatalf("delete non-empty: %v", err)
-	}
-	if _, err := c.Sync("/a"); err != nil {
-		t.Fatal(err)
-	}
-	acl, _, err := c.GetACL("/a")
-	if err != nil || len(acl) != 1 || acl[0].Scheme != "world" {
-		t.Fatalf("getACL: %v %v", acl, err)
-	}
-	if _, err := c.SetACL("/a", zk.WorldACL(zk.PermRead|zk.PermCreate|zk.PermDelete), -1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Set("/a", nil, -1); !errors.Is(err, zk.ErrNoAuth) {
-		t.Fatalf("set without write permission: %v", err)
-	}
-	res, err := c.Multi(&zk.CheckVersionRequest{Path: "/a", Version: 1},
-		&zk.DeleteRequest{Path: "/a/b", Version: -1},
-		&zk.CreateRequest{Path: "/c", Acl: openACL})
-	if err != nil || len(res) != 3 || res[2].String != "/c" {
-		t.Fatalf("multi: %+v %v", res, err)
-	}
-	_, err = c.Multi(&zk.CreateRequest{Path: "/d", Acl: openACL}, &zk.DeleteRequest{Path: "/nope", Version: -1})
-	if !errors.Is(err, zk.ErrNoNode) || s.Exists("/d") {
-		t.Fatalf("failed multi: %v, /d exists: %v", err, s.Exists("/d"))
-	}
-	if err := c.AddAuth("digest", []byte("bob:pw")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Create("/bob", nil, 0, zk.DigestACL(zk.PermAll, "bob", "pw")); err != nil {
-		t.Fatal(err)
-	}
-	other, _ := zkConnect(t, s.Addr())
-	if _, _, err := other.Get("/bob"); !errors.Is(err, zk.ErrNoAuth) {
-		t.Fatalf("get without auth: %v", err)
-	}
-	if _, err := c.CreateContainer("/box", nil, 4, openACL); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateTTL("/ttl", nil, zk.FlagTTL, openACL, time.Second); err == nil {
-		t.Fatalf("TTL while disabled: %v", err)
-	}
-	st2 := s.Stats()
-	if st2.Requests[jute.OpCreate] < 3 || st2.Sessions != 2 {
-		t.Fatalf("stats: %+v", st2)
-	}
-}
-
-func TestGoClientWatches(t *testing.T) {
-	s := zkserver.RunT(t)
-	c, _ := zkConnect(t, s.Addr())
-	_, _, wExist, _ := c.ExistsW("/w")
-	_, _, wRoot, _ := c.ChildrenW("/")
-	s.Create("/w", []byte("x"))
-	if ev := recvEvent(t, wExist); ev.Type != zk.EventNodeCreated || ev.Path != "/w" {
-		t.Fatalf("exists watch: %+v", ev)
-	}
-	if ev := recvEvent(t, wRoot); ev.Type != zk.EventNodeChildrenChanged || ev.Path != "/" {
-		t.Fatalf("child watch: %+v", ev)
-	}
-	_, _, wData, _ := c.GetW("/w")
-	s.Set("/w", []byte("y"))
-	if ev := recvEvent(t, wData); ev.Type != zk.EventNodeDataChanged {
-		t.Fatalf("data watch: %+v", ev)
-	}
-	_, _, wData, _ = c.GetW("/w")
-	s.Delete("/w")
-	if ev := recvEvent(t, wData); ev.Type != zk.EventNodeDeleted {
-		t.Fatalf("delete watch: %+v", ev)
-	}
-	if n := s.Stats().WatchEvents; n != 4 {
-		t.Fatalf("watch events sent: %d", n)
-	}
-}
 
 func TestExpireSession(t *testing.T) {
 	s := zkserver.RunT(t)
+	ctx := t.Context()
 	c, states := zkConnect(t, s.Addr())
 	watcher, _ := zkConnect(t, s.Addr())
-	if _, err := c.Create("/e", nil, zk.FlagEphemeral, openACL); err != nil {
+	if _, err := c.Create(ctx, "/e", nil, zkclient.Ephemeral, openACL); err != nil {
 		t.Fatal(err)
 	}
-	_, _, w, _ := watcher.ExistsW("/e")
+	_, _, w, err := watcher.ExistsW(ctx, "/e")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := s.ExpireSession(c.SessionID()); err != nil {
 		t.Fatal(err)
 	}
-	if ev := recvEvent(t, w); ev.Type != zk.EventNodeDeleted {
+	if ev := recvEvent(t, w); ev.Type != zkclient.EventNodeDeleted {
 		t.Fatalf("event %+v", ev)
 	}
-	if !states.wait(zk.StateExpired, 10*time.Second) {
+	if !states.wait(zkclient.StateExpired, 10*time.Second) {
 		t.Fatal("client did not see its session expire")
 	}
 	if err := s.ExpireSession(12345); !errors.Is(err, zkserver.ErrNoSession) {
@@ -169,21 +65,22 @@ func TestSessionTimesOut(t *testing.T) {
 
 func TestRestartKeepsTreeAndSessions(t *testing.T) {
 	s := zkserver.RunT(t)
+	ctx := t.Context()
 	c, states := zkConnect(t, s.Addr())
-	if _, err := c.Create("/keep", []byte("v"), zk.FlagEphemeral, openACL); err != nil {
+	if _, err := c.Create(ctx, "/keep", []byte("v"), zkclient.Ephemeral, openACL); err != nil {
 		t.Fatal(err)
 	}
 	id, zxid := c.SessionID(), s.Zxid()
 	if err := s.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	if !states.wait(zk.StateHasSession, 10*time.Second) {
+	if !states.wait(zkclient.StateReconnected, 10*time.Second) {
 		t.Fatal("no reconnect")
 	}
 	if c.SessionID() != id || s.Zxid() != zxid {
 		t.Fatalf("session %x→%x zxid %d→%d", id, c.SessionID(), zxid, s.Zxid())
 	}
-	data, _, err := c.Get("/keep")
+	data, _, err := c.Get(ctx, "/keep")
 	if err != nil || string(data) != "v" {
 		t.Fatalf("after restart: %q %v", data, err)
 	}
@@ -193,13 +90,16 @@ func TestDropConnectionsKeepsWatches(t *testing.T) {
 	s := zkserver.RunT(t)
 	c, states := zkConnect(t, s.Addr())
 	s.Create("/x", nil)
-	_, _, w, _ := c.GetW("/x")
+	_, _, w, err := c.GetW(t.Context(), "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.DropConnections()
-	if !states.wait(zk.StateHasSession, 10*time.Second) {
+	if !states.wait(zkclient.StateReconnected, 10*time.Second) {
 		t.Fatal("no reconnect")
 	}
 	s.Set("/x", []byte("changed"))
-	if ev := recvEvent(t, w); ev.Type != zk.EventNodeDataChanged {
+	if ev := recvEvent(t, w); ev.Type != zkclient.EventNodeDataChanged {
 		t.Fatalf("event %+v", ev)
 	}
 }
@@ -210,14 +110,15 @@ func TestContainersAndTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	ctx := t.Context()
 	c, _ := zkConnect(t, s.Addr())
-	c.CreateContainer("/used", nil, 4, openACL)
-	c.CreateContainer("/unused", nil, 4, openACL)
-	c.Create("/used/child", nil, 0, openACL)
-	if _, err := c.CreateTTL("/ttl", nil, zk.FlagTTL, openACL, 50*time.Millisecond); err != nil {
+	c.Create(ctx, "/used", nil, zkclient.Container, openACL)
+	c.Create(ctx, "/unused", nil, zkclient.Container, openACL)
+	c.Create(ctx, "/used/child", nil, zkclient.Persistent, openACL)
+	if _, err := c.CreateTTL(ctx, "/ttl", nil, zkclient.PersistentWithTTL, openACL, 50*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	c.Delete("/used/child", -1)
+	c.Delete(ctx, "/used/child", -1)
 	time.Sleep(100 * time.Millisecond)
 	s.CheckContainers()
 	for p, want := range map[string]bool{"/used": false, "/unused": true, "/ttl": false} {
@@ -256,12 +157,12 @@ func TestFourLetterWords(t *testing.T) {
 		"cons": "lop=EXIS",
 		"wchs": "Total watches:1",
 	} {
-		got, err := zktest.FourLetter(ctx, s.Addr(), cmd)
+		got, err := zkadmin.FourLetter(ctx, s.Addr(), cmd)
 		if err != nil || !strings.Contains(got, want) {
 			t.Errorf("%s: %q %v, want %q", cmd, got, err, want)
 		}
 	}
-	got, _ := zktest.FourLetter(ctx, s.Addr(), "srvr")
+	got, _ := zkadmin.FourLetter(ctx, s.Addr(), "srvr")
 	if !strings.Contains(got, fmt.Sprintf("Zxid: 0x%x\n", s.Zxid())) {
 		t.Errorf("srvr: %q", got)
 	}
@@ -278,7 +179,7 @@ func TestConcurrentSequentialCreates(t *testing.T) {
 			defer wg.Done()
 			c, _ := zkConnect(t, s.Addr())
 			for range 50 {
-				p, err := c.Create("/q/n-", nil, zk.FlagSequence|zk.FlagEphemeral, openACL)
+				p, err := c.Create(t.Context(), "/q/n-", nil, zkclient.EphemeralSequential, openACL)
 				if err != nil {
 					t.Error(err)
 					return

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zkserver"
 )
 
@@ -19,7 +20,7 @@ func TestDataDirSnapshots(t *testing.T) {
 	c, _ := zkConnect(t, s.Addr())
 	writeSome(t, c, "/p")
 	for i := range 23 {
-		if _, err := c.Set("/p/m", fmt.Appendf(nil, "%d", i), -1); err != nil {
+		if _, err := c.Set(t.Context(), "/p/m", fmt.Appendf(nil, "%d", i), -1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -86,7 +87,7 @@ func TestDataDirSnapshotDoesNotStopWrites(t *testing.T) {
 	defer s.Close()
 	c, _ := zkConnect(t, s.Addr())
 	for i := range 50 {
-		if _, err := c.Create(fmt.Sprintf("/pre%d", i), []byte("x"), 0, openACL); err != nil {
+		if _, err := c.Create(t.Context(), fmt.Sprintf("/pre%d", i), []byte("x"), zkclient.Persistent, openACL); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -96,7 +97,7 @@ func TestDataDirSnapshotDoesNotStopWrites(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
 		start := time.Now()
-		if _, err := c.Create(fmt.Sprintf("/w%d", n), []byte("x"), 0, openACL); err != nil {
+		if _, err := c.Create(t.Context(), fmt.Sprintf("/w%d", n), []byte("x"), zkclient.Persistent, openACL); err != nil {
 			t.Fatal(err)
 		}
 		slowest = max(slowest, time.Since(start))

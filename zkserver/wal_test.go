@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zkserver"
 )
 
@@ -20,7 +21,7 @@ func TestDataDirDurableBeforeReply(t *testing.T) {
 	c, _ := zkConnect(t, s.Addr())
 	for i := range 20 {
 		p := fmt.Sprintf("/d%d", i)
-		if _, err := c.Create(p, []byte("x"), 0, openACL); err != nil {
+		if _, err := c.Create(t.Context(), p, []byte("x"), zkclient.Persistent, openACL); err != nil {
 			t.Fatal(err)
 		}
 		crashed := t.TempDir()

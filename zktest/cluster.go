@@ -134,6 +134,9 @@ func (c *Cluster) layout() error {
 	if c.tls != nil {
 		per++ // and the secure client port
 	}
+	if c.opts.AdminServer {
+		per++ // and the AdminServer's
+	}
 	ports, err := freePorts(per * n)
 	if err != nil {
 		return err
@@ -154,8 +157,13 @@ func (c *Cluster) layout() error {
 			peerPort:     ports[per*i+1],
 			electionPort: ports[per*i+2],
 		}
+		next := per*i + 3
 		if c.tls != nil {
-			m.securePort = ports[per*i+3]
+			m.securePort = ports[next]
+			next++
+		}
+		if c.opts.AdminServer {
+			m.adminPort = ports[next]
 		}
 		if len(c.opts.SASLUsers) > 0 || c.opts.Kerberos != nil {
 			m.jaasPath = filepath.Join(c.dir, "jaas.conf") // shared by the members
@@ -202,6 +210,16 @@ func (c *Cluster) waitServing(ctx context.Context, m *member) error {
 			// A standalone server opens its secure port after it
 			// answers on the plain one.
 			err = c.checkSecure(pollCtx, m)
+		}
+		if err == nil && m.adminPort != 0 {
+			// Jetty binds before the client port opens; a member that
+			// could not start it (no servlet API) serves clients without.
+			var done func()
+			if _, done, err = dial(pollCtx, m.adminAddr()); err == nil {
+				done()
+			} else {
+				err = fmt.Errorf("AdminServer: %w (is the servlet API, libservlet-api-java, installed?)", err)
+			}
 		}
 		cancel()
 		if err == nil {
@@ -257,6 +275,17 @@ func (c *Cluster) Addr(i int) string {
 		return c.emb.Addr()
 	}
 	return c.member(i).addr()
+}
+
+// AdminURL returns the root URL of member i's AdminServer
+// ("http://127.0.0.1:port"), or "" without Options.AdminServer or on the
+// embedded server.
+func (c *Cluster) AdminURL(i int) string {
+	m := c.member(i)
+	if m == nil || m.adminPort == 0 {
+		return ""
+	}
+	return "http://" + m.adminAddr()
 }
 
 // Stop stops member i gracefully with SIGTERM and waits for it to exit; if

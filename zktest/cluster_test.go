@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 )
 
 func TestStandaloneKillRestart(t *testing.T) {
@@ -24,8 +25,8 @@ func TestStandaloneKillRestart(t *testing.T) {
 		t.Fatalf("Addrs = %v, Addr(0) = %v", got, c.Addr(0))
 	}
 
-	conn, _ := connectZK(t, c.Addr(0))
-	if _, err := conn.Create("/kept", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	conn := connectZK(t, c.Addr(0))
+	if _, err := conn.Create(ctx, "/kept", []byte("x"), zkclient.Persistent, openACL); err != nil {
 		t.Fatal(err)
 	}
 
@@ -35,7 +36,7 @@ func TestStandaloneKillRestart(t *testing.T) {
 	if c.Running(0) {
 		t.Fatal("Running after Kill")
 	}
-	if _, err := FourLetter(ctx, c.Addr(0), "ruok"); err == nil {
+	if _, err := zkadmin.FourLetter(ctx, c.Addr(0), "ruok"); err == nil {
 		t.Fatal("killed server answered ruok")
 	}
 	if err := c.Restart(ctx, 0); err != nil {
@@ -47,7 +48,7 @@ func TestStandaloneKillRestart(t *testing.T) {
 	if err := c.Restart(ctx, 0); err == nil {
 		t.Fatal("Restart of a running member succeeded")
 	}
-	waitState(t, conn, zk.StateHasSession, 10*time.Second)
+	waitConnected(t, conn, 10*time.Second)
 	if !exists(t, conn, "/kept") {
 		t.Fatal("node lost across Kill and Restart")
 	}
@@ -61,7 +62,7 @@ func TestStandaloneKillRestart(t *testing.T) {
 	if err := c.Restart(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := FourLetter(ctx, c.Addr(0), "ruok"); err != nil || got != "imok" {
+	if got, err := zkadmin.FourLetter(ctx, c.Addr(0), "ruok"); err != nil || got != "imok" {
 		t.Fatalf("ruok after Stop and Restart = %q, %v", got, err)
 	}
 
@@ -107,8 +108,8 @@ func TestEnsembleSurvivesKill(t *testing.T) {
 		t.Fatal("no leader")
 	}
 
-	conn, _ := connectZK(t, c.Addrs()...)
-	if _, err := conn.Create("/ensemble", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	conn := connectZK(t, c.Addrs()...)
+	if _, err := conn.Create(ctx, "/ensemble", nil, zkclient.Persistent, openACL); err != nil {
 		t.Fatal(err)
 	}
 
@@ -141,7 +142,7 @@ func TestEnsembleSurvivesKill(t *testing.T) {
 		}
 		return nil
 	})
-	waitState(t, conn, zk.StateHasSession, 20*time.Second)
+	waitConnected(t, conn, 20*time.Second)
 	if !exists(t, conn, "/ensemble") {
 		t.Fatal("node lost after the leader was killed")
 	}

@@ -89,6 +89,13 @@ type Options struct {
 	// Kerberos).
 	Kerberos *KDC
 
+	// AdminServer turns on ZooKeeper's AdminServer, its HTTP interface
+	// (admin.enableServer), on a free loopback port of each member:
+	// AdminURL gives its root URL, for zkadmin.Command. It costs each
+	// member Jetty's start-up. The embedded server (ZKTEST_SERVER=zkserver)
+	// has no AdminServer: with it, AdminURL returns "".
+	AdminServer bool
+
 	// Log receives the standard output and error of every member. By
 	// default each member writes to zookeeper.log in its own temporary
 	// directory. Either way, startup errors quote the end of the log.
@@ -125,7 +132,13 @@ func config(opts Options, m *member, peers []*member, t *tlsMaterial) string {
 	line("maxSessionTimeout=%d", max(60000, 2*tick))
 	line("maxClientCnxns=0")
 	line("4lw.commands.whitelist=*")
-	line("admin.enableServer=false")
+	if m.adminPort != 0 {
+		line("admin.enableServer=true")
+		line("admin.serverAddress=127.0.0.1")
+		line("admin.serverPort=%d", m.adminPort)
+	} else {
+		line("admin.enableServer=false")
+	}
 	if opts.Production {
 		line("forceSync=yes")
 	} else {

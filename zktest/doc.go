@@ -24,12 +24,16 @@
 // TCP connections and can delay, pause, blackhole or cut them, including a
 // one-shot trap that cuts a connection right after a chosen ZooKeeper
 // request ([Proxy.CutOnRequest]). [ExpireSession] forces a session to expire
-// on the server, and [FourLetter] sends four-letter-word commands such as
-// "ruok" and "srvr".
+// on the server. To ask a server about itself (four-letter words, the
+// AdminServer, which [Options].AdminServer turns on), use package
+// [github.com/zkrecipes/zkrecipes/zkclient/zkadmin].
 //
 // Tests wait for what they can observe, never for a guessed time: [Bound]
 // stretches an upper time bound by [Scale] ($ZKTEST_SCALE, doubled under
 // the race detector) and [Eventually] polls a condition until that bound.
+// [NoSessions] tells at the end of a package that its tests left no
+// session on a shared server, and [CheckLeaks] that a test left no
+// goroutine.
 //
 // With the environment variable ZKTEST_SERVER=zkserver, Start runs a
 // standalone server in process with the embedded zkserver instead of a JVM

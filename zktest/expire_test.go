@@ -10,7 +10,7 @@ func TestExpireSession(t *testing.T) {
 	checkLeaks(t)
 	addr := sharedAddr(t)
 	ctx := testContext(t)
-	observer, _ := connectZK(t, addr)
+	observer := connectZK(t, addr)
 
 	path := testPath("expire-me")
 	s := rawConnect(t, addr, 0, nil)

@@ -111,6 +111,12 @@ func findClasspath() (cp string, netty bool, err error) {
 	if simple := filepath.Join(dir, "slf4j-simple.jar"); fileExists(simple) {
 		jars = append(jars, simple)
 	}
+	// The AdminServer (Options.AdminServer) runs on Jetty, which the
+	// jar's manifest names, and needs the servlet API, which it does not
+	// (Debian's libservlet-api-java).
+	if servlet := filepath.Join(dir, "servlet-api.jar"); fileExists(servlet) {
+		jars = append(jars, servlet)
+	}
 	// Unused jars cost nothing: only a TLS cluster loads Netty's classes.
 	// Without the epoll ones Netty falls back to NIO.
 	netty = true

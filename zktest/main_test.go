@@ -3,13 +3,13 @@ package zktest
 import (
 	"context"
 	"fmt"
-	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"net"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/internal/jute"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // shared is a standalone server for the tests that need any server; it is
@@ -57,37 +57,29 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-type nopLogger struct{}
-
-func (nopLogger) Printf(string, ...any) {}
-
-// connectZK opens a go-zookeeper session to the servers at addrs and waits until it has a
-// session. The connection is closed, and its goroutines are gone, when the
-// test ends.
-func connectZK(t *testing.T, addrs ...string) (*zk.Conn, <-chan zk.Event) {
+// connectZK opens a zkclient session to the servers at addrs. The
+// session is closed, and its goroutines are gone, when the test ends.
+func connectZK(t *testing.T, addrs ...string) *zkclient.Client {
 	t.Helper()
-	conn, events, err := zk.Connect(addrs, 10*time.Second, zk.WithLogger(nopLogger{}))
+	ctx, cancel := context.WithTimeout(t.Context(), Bound(10*time.Second))
+	defer cancel()
+	conn, err := zkclient.Connect(ctx, addrs, zkclient.WithSessionTimeout(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		conn.Close()
-		for range events {
-		}
-	})
-	waitState(t, conn, zk.StateHasSession, 10*time.Second)
-	return conn, events
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
 
-// waitState waits until conn is in state, for up to Bound(timeout).
-func waitState(t *testing.T, conn *zk.Conn, state zk.State, timeout time.Duration) {
+// waitConnected waits until conn has a live connection on its session,
+// for up to Bound(timeout).
+func waitConnected(t *testing.T, conn *zkclient.Client, timeout time.Duration) {
 	t.Helper()
-	Eventually(t, timeout, fmt.Sprintf("connection state %v", state), func() error {
-		if got := conn.State(); got != state {
-			return fmt.Errorf("state %v", got)
-		}
-		return nil
-	})
+	ctx, cancel := context.WithTimeout(t.Context(), Bound(timeout))
+	defer cancel()
+	if err := conn.WaitConnected(ctx); err != nil {
+		t.Fatalf("no connection after %v: %v", Bound(timeout), err)
+	}
 }
 
 // testPath returns a node path that no earlier test run used, since the
@@ -96,9 +88,9 @@ func testPath(name string) string {
 	return fmt.Sprintf("/%s-%d", name, time.Now().UnixNano())
 }
 
-func exists(t *testing.T, conn *zk.Conn, path string) bool {
+func exists(t *testing.T, conn *zkclient.Client, path string) bool {
 	t.Helper()
-	ok, _, err := conn.Exists(path)
+	_, ok, err := conn.Exists(t.Context(), path)
 	if err != nil {
 		t.Fatalf("exists %s: %v", path, err)
 	}

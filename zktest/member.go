@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 )
 
 // stopGrace is how long Stop waits after SIGTERM before it sends SIGKILL.
@@ -28,6 +30,7 @@ type member struct {
 	peerPort     int
 	electionPort int
 	securePort   int         // the TLS client port, 0 without Options.TLS
+	adminPort    int         // the AdminServer's port, 0 without Options.AdminServer
 	jaasPath     string      // the JAAS file, "" without Options.SASLUsers or Kerberos
 	krb5Conf     string      // the KDC's krb5.conf, "" without Options.Kerberos
 	log          io.Writer   // shared Options.Log, or nil
@@ -46,6 +49,9 @@ type member struct {
 func (m *member) addr() string {
 	return "127.0.0.1:" + strconv.Itoa(m.clientPort)
 }
+
+// adminAddr is m's AdminServer address (Options.AdminServer).
+func (m *member) adminAddr() string { return "127.0.0.1:" + strconv.Itoa(m.adminPort) }
 
 // javaArgs returns the JVM command line of the member.
 func (m *member) javaArgs(j jvm, opts Options) []string {
@@ -177,15 +183,11 @@ func (m *member) stop(sig syscall.Signal, grace time.Duration) error {
 
 // mode asks the member for its srvr answer and returns its mode.
 func (m *member) mode(ctx context.Context) (string, error) {
-	out, err := FourLetter(ctx, m.addr(), "srvr")
+	st, err := zkadmin.Srvr(ctx, m.addr())
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("zktest: member %d (%s): %w", m.id, m.addr(), err)
 	}
-	mode, ok := serverMode(out)
-	if !ok {
-		return "", fmt.Errorf("zktest: member %d (%s) is not serving: %q", m.id, m.addr(), out)
-	}
-	return mode, nil
+	return st.Mode, nil
 }
 
 // errPortTaken marks a member that could not bind one of its ports.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 )
 
 // StartT starts ZooKeeper like Start and closes it when the test ends
@@ -92,20 +94,22 @@ func inCI() bool {
 }
 
 // NoSessions waits up to [Bound](d) for the server at addr to track no
-// session (see [Sessions]), and returns an error listing those left. At the
-// end of a package whose tests share one server (TestMain), it tells that
-// every test closed its sessions; d covers the timeout of a session whose
-// client could not say goodbye (a dead link, a killed process).
+// session (its answer to "dump", see [zkadmin.Dump]), and returns an error
+// listing those left. At the end of a package whose tests share one server
+// (TestMain), it tells that every test closed its sessions; d covers the
+// timeout of a session whose client could not say goodbye (a dead link, a
+// killed process). It is meant for a standalone server: an ensemble's
+// followers list only the sessions of their own clients.
 func NoSessions(addr string, d time.Duration) error {
 	return Poll(Bound(d), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), Bound(5*time.Second))
 		defer cancel()
-		ids, err := Sessions(ctx, addr)
+		dump, err := zkadmin.Dump(ctx, addr)
 		if err != nil {
 			return err
 		}
-		if len(ids) > 0 {
-			return fmt.Errorf("%d sessions left on %s: %#x", len(ids), addr, ids)
+		if n := len(dump.Sessions); n > 0 {
+			return fmt.Errorf("%d sessions left on %s: %#x", n, addr, dump.Sessions)
 		}
 		return nil
 	})

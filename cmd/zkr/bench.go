@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkrecipes/zkrecipes/internal/bench"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // benchFlags are zkr bench's options.
@@ -33,7 +32,6 @@ one lock in a loop, with each recipe in --recipes:
 
   zkrecipes          zkrecipes' Mutex: Unlock, then Lock
   zkrecipes-requeue  zkrecipes' Mutex.Requeue: release and queue again in one write
-  go-zookeeper       go-zookeeper/zk's own Lock
   floor              the least a handoff can cost on this server: a chain of sessions
                      queued in advance, each deleting its node when its
                      predecessor's goes (one delete and one event per handoff,
@@ -51,17 +49,17 @@ The table shows acquisitions per second, the time per handoff, the 50th and 99th
 percentile of the wait for the lock, and the requests and watch events per
 acquisition ("n/a" where the recipe cannot be observed).
 
-With --servers (or $ZKR_SERVERS) it runs there; the server must accept as many
-connections from this host as there are clients (maxClientCnxns). Without them
-it starts a throwaway Apache ZooKeeper that syncs its log to disk like a
-production server, and removes it at the end. The workloads connect in plain
-text without credentials: --tls-ca, --tls-cert, --tls-key, --auth,
---sasl-user and --kerberos-principal are refused with --servers and do not
-apply without.`,
-		Example: `  zkr bench
-  zkr bench --clients 1,10,100 --recipes zkrecipes,go-zookeeper
-  zkr bench --chain --clients 10,500
-  zkr bench --rounds 4 --acquisitions 2000 --clients 10
+It runs on the servers of --servers (or $ZKR_SERVERS), which it needs; the
+server must accept as many connections from this host as there are clients
+(maxClientCnxns). The workloads connect in plain text without credentials:
+--tls-ca, --tls-cert, --tls-key, --auth, --sasl-user and --kerberos-principal
+are refused. The same workloads on a throwaway ZooKeeper, side by side with
+go-zookeeper/zk's Lock, are the Go benchmarks of internal/gozk in a checkout of
+the repository.`,
+		Example: `  zkr bench --servers zk1:2181,zk2:2181,zk3:2181
+  zkr bench --servers localhost:2181 --clients 1,10,100 --recipes zkrecipes,floor
+  zkr bench --servers localhost:2181 --chain --clients 10,500
+  zkr bench --servers localhost:2181 --rounds 4 --acquisitions 2000 --clients 10
   zkr bench --servers zk1:2181,zk2:2181,zk3:2181 --json > bench.json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -70,7 +68,7 @@ apply without.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.clients, "clients", "1,10,100,500", "comma-separated numbers of contending sessions")
-	fl.StringVar(&f.recipes, "recipes", "zkrecipes,zkrecipes-requeue,go-zookeeper,floor", "comma-separated workloads: zkrecipes (Unlock, then Lock), zkrecipes-requeue (Mutex.Requeue), go-zookeeper, floor, floor+listing")
+	fl.StringVar(&f.recipes, "recipes", "zkrecipes,zkrecipes-requeue,floor", "comma-separated workloads: zkrecipes (Unlock, then Lock), zkrecipes-requeue (Mutex.Requeue), floor, floor+listing")
 	fl.IntVar(&f.acquisitions, "acquisitions", 0, "acquisitions per run (0: 2 per client, at least 200)")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON instead of a table")
 	fl.IntVar(&f.rounds, "rounds", 1, "measure each run in this many slices, interleaved with the other recipes' (a server's speed drifts during a run; 4 gives fairer comparisons)")
@@ -98,8 +96,8 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 	var recipes []string
 	for r := range strings.SplitSeq(f.recipes, ",") {
 		r = strings.TrimSpace(r)
-		if !slices.Contains([]string{"zkrecipes", "zkrecipes-requeue", "go-zookeeper", "floor", "floor+listing"}, r) {
-			return usagef("--recipes: unknown workload %q (want zkrecipes, zkrecipes-requeue, go-zookeeper, floor or floor+listing)", r)
+		if !slices.Contains([]string{"zkrecipes", "zkrecipes-requeue", "floor", "floor+listing"}, r) {
+			return usagef("--recipes: unknown workload %q (want zkrecipes, zkrecipes-requeue, floor or floor+listing)", r)
 		}
 		if f.chain && r == "zkrecipes-requeue" {
 			if cmd.Flags().Changed("recipes") {
@@ -125,7 +123,7 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 		}
 		return err
 	}
-	servers, root, stop, err := a.measureServers(ctx, cmd, false, zktest.Options{Production: true})
+	servers, root, stop, err := a.measureServers(ctx, cmd, false)
 	if err != nil {
 		return interrupted(err)
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // scenarios are zkr demo's subcommands, the default first.
@@ -204,7 +203,7 @@ func (a *app) scenario(cmd *cobra.Command, fn func(ctx context.Context, env *dem
 	if err != nil {
 		return err
 	}
-	servers, root, stop, err := a.measureServers(ctx, cmd, true, zktest.Options{})
+	servers, root, stop, err := a.measureServers(ctx, cmd, true)
 	if err != nil {
 		return interrupted(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/internal/faultproxy"
 	"github.com/zkrecipes/zkrecipes/zkclient"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // crashFlags are zkr demo crash's options.
@@ -41,7 +41,7 @@ func (a *app) newCrashCmd() *cobra.Command {
 		Short: "A holder loses power: the next holder after the session timeout, and a fencing token refusing the old holder",
 		Long: `Holder A takes a lock and writes to a resource the lock guards; --waiters
 waiters queue behind it. Then A "loses power": its traffic is blackholed through
-a proxy (zktest.Proxy): no close, no reset, nothing. The server expires A's
+a fault-injecting proxy: no close, no reset, nothing. The server expires A's
 session once it has heard nothing for the session timeout and deletes its node;
 the waiter watching that node is told, lists the queue and holds.
 
@@ -204,7 +204,7 @@ func openCrashContender(ctx context.Context, env *demoEnv, recipe, name, path st
 // crashOne runs one recipe with one session timeout on path.
 func crashOne(ctx context.Context, env *demoEnv, recipe, path string, timeout time.Duration, waiters int) (crashRun, error) {
 	run := crashRun{Recipe: recipe, Timeout: timeout}
-	proxy, err := zktest.NewProxy(env.servers[0])
+	proxy, err := faultproxy.New(env.servers[0])
 	if err != nil {
 		return run, err
 	}

@@ -1,12 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"strconv"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 )
 
 // payloadFlags are zkr demo payload's options.
@@ -315,20 +315,21 @@ func ensembleSize(ctx context.Context, servers []string) (int, string) {
 	synced := -1
 	for _, s := range servers {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		out, err := fourLetter(cctx, s, "srvr", nil)
+		st, err := zkadmin.Srvr(cctx, s)
 		cancel()
 		if err != nil {
 			modes["unknown"]++
 			continue
 		}
-		mode := fourLetterField(out, "Mode:")
-		modes[mode]++
-		if mode == "leader" {
+		modes[st.Mode]++
+		if st.Mode == "leader" {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			out, err := fourLetter(cctx, s, "mntr", nil)
+			m, err := zkadmin.Mntr(cctx, s)
 			cancel()
 			if err == nil {
-				fmt.Sscan(fourLetterField(out, "zk_synced_followers"), &synced)
+				if n, err := strconv.Atoi(m["zk_synced_followers"]); err == nil {
+					synced = n
+				}
 			}
 		}
 	}
@@ -342,18 +343,6 @@ func ensembleSize(ctx context.Context, servers []string) (int, string) {
 		return n, fmt.Sprintf("an ensemble: %d of the servers given answered as leader or follower (mntr not allowed: members not listed are not counted)", n)
 	}
 	return 1, "unknown (the servers do not answer srvr): counted as one node"
-}
-
-// fourLetterField returns the value after key on a line of a four-letter
-// word's answer ("Mode: leader", "zk_synced_followers\t2").
-func fourLetterField(out, key string) string {
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), key); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
 }
 
 func (r *payloadReport) print(w io.Writer) {

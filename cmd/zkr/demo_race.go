@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/internal/faultproxy"
 	"github.com/zkrecipes/zkrecipes/zkclient"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // raceFlags are zkr demo race's options.
@@ -46,7 +46,7 @@ fails when the node is already gone, and lists again.
 Each of --waiters trials, for each recipe, is one holder and one waiter on a lock
 of their own. The gap is widened to --gap on purpose: the hand-rolled lock sleeps
 that long between listing and watching; zkrecipes' Mutex, which has no such hook,
-talks to the server through a proxy (zktest.Proxy) that delays every byte by half
+talks to the server through a fault-injecting proxy that delays every byte by half
 the gap, so that its watch, too, reaches the server a gap after its listing. The
 holder releases at a moment spread evenly over the first 1.5 gaps after it sees
 the waiter's node: about two thirds of the releases fall inside the gap.
@@ -138,7 +138,7 @@ type raceWaiter interface {
 func runRace(ctx context.Context, env *demoEnv, cfg raceConfig) (*raceReport, error) {
 	// Every byte of zkrecipes' waiters goes through this proxy: half a
 	// gap there, half a gap back between the listing and the watch.
-	proxy, err := zktest.NewProxy(env.servers[0])
+	proxy, err := faultproxy.New(env.servers[0])
 	if err != nil {
 		return nil, err
 	}

@@ -148,7 +148,7 @@ func TestBench(t *testing.T) {
 			t.Errorf("implausible run (want 20 acquisitions, in two rounds): %+v", run)
 		}
 	}
-	want := "zkrecipes/1 zkrecipes-requeue/1 go-zookeeper/1 floor/1 zkrecipes/3 zkrecipes-requeue/3 go-zookeeper/3 floor/3"
+	want := "zkrecipes/1 zkrecipes-requeue/1 floor/1 zkrecipes/3 zkrecipes-requeue/3 floor/3"
 	if strings.Join(got, " ") != want {
 		t.Errorf("runs %v, want %s", got, want)
 	}
@@ -167,7 +167,7 @@ func TestBench(t *testing.T) {
 			t.Errorf("implausible chain run: %+v", run)
 		}
 	}
-	if want := "zkrecipes/3 go-zookeeper/3 floor/3"; strings.Join(got, " ") != want {
+	if want := "zkrecipes/3 floor/3"; strings.Join(got, " ") != want {
 		t.Errorf("chain runs %v, want %s", got, want)
 	}
 	r = zkr(t, "bench", "--clients", "2", "--acquisitions", "10", "--recipes", "zkrecipes")

@@ -3,13 +3,16 @@
 // only while leader, or as a member of a group or a registered service
 // instance; it lists groups and services, shows the queue behind a lock or
 // an election, follows a subtree's changes, reads and writes nodes, runs the
-// embedded ZooKeeper-compatible server, and measures the recipes against
-// hand-rolled ones (zkr demo) and against go-zookeeper/zk (zkr bench).
+// embedded ZooKeeper-compatible server, measures the recipes against
+// hand-rolled ones (zkr demo) and a lock's throughput and handoff time
+// beside the least a handoff can cost on a server (zkr bench), and says
+// which version it is (zkr version).
 //
 // Install it with
 //
 //	go install github.com/zkrecipes/zkrecipes/cmd/zkr@latest
 //
+// (once v0.1.0 is tagged; until then, go build ./cmd/zkr in a checkout).
 // The manual is the command itself: "zkr --help" describes the options
 // every command shares, the command's process (its environment, signals)
 // and the exit status table; "zkr COMMAND --help" describes each command,

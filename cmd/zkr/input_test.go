@@ -102,6 +102,7 @@ func TestBadInput(t *testing.T) {
 		{"env tls ca unreadable", []string{"ZKR_TLS_CA=/nonexistent/ca.pem"}, []string{"inspect", "/x"}, `$ZKR_TLS_CA "/nonexistent/ca.pem": cannot read`},
 		{"flag over env", []string{"ZKR_TLS_CA=/nonexistent/env.pem"}, []string{"inspect", "--tls-ca", "/nonexistent/flag.pem", "/x"}, `--tls-ca "/nonexistent/flag.pem": cannot read`},
 		{"env auth without colon", []string{"ZKR_AUTH=zkr-s3cret"}, []string{"members", "/x"}, "$ZKR_AUTH: expected user:password"},
+		{"bench without servers", []string{"ZKR_SERVERS="}, []string{"bench", "--clients", "1"}, "no --servers given"},
 	}
 	for _, tt := range envTests {
 		t.Run(tt.name, func(t *testing.T) {

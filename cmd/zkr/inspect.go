@@ -4,9 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/zktest"
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 )
 
 func (a *app) newInspectCmd() *cobra.Command {
@@ -177,56 +176,31 @@ func printable(data []byte) string {
 	return s
 }
 
-// sidRE finds the session ids in the answer to "cons".
-var sidRE = regexp.MustCompile(`sid=0x([0-9a-f]+)`)
-
 // liveSessions asks every server which sessions are connected to it, over
 // TLS with tlsCfg (on the secure client port) if it is not nil.
 func liveSessions(ctx context.Context, servers []string, tlsCfg *tls.Config) (map[int64]bool, error) {
 	live := map[int64]bool{}
+	var opts []zkadmin.Option
+	if tlsCfg != nil {
+		opts = append(opts, zkadmin.WithTLS(tlsCfg))
+	}
 	for _, s := range servers {
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		out, err := fourLetter(cctx, s, "cons", tlsCfg)
+		conns, err := zkadmin.Cons(cctx, s, opts...)
 		cancel()
+		if errors.Is(err, zkadmin.ErrNotAllowed) {
+			return nil, fmt.Errorf("%s did not list its connections (is \"cons\" in 4lw.commands.whitelist?)", s)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("cons on %s: %w", s, err)
 		}
-		if !strings.Contains(out, "sid=") {
-			return nil, fmt.Errorf("%s did not list its connections (is \"cons\" in 4lw.commands.whitelist?)", s)
-		}
-		for _, m := range sidRE.FindAllStringSubmatch(out, -1) {
-			id, err := strconv.ParseUint(m[1], 16, 64)
-			if err == nil {
-				live[int64(id)] = true
+		for _, c := range conns {
+			if c.SessionID != 0 {
+				live[c.SessionID] = true
 			}
 		}
 	}
 	return live, nil
-}
-
-// fourLetter sends the four-letter word cmd to the server at addr and
-// returns its answer, over TLS with tlsCfg if it is not nil.
-func fourLetter(ctx context.Context, addr, cmd string, tlsCfg *tls.Config) (string, error) {
-	if tlsCfg == nil {
-		return zktest.FourLetter(ctx, addr, cmd)
-	}
-	d := tls.Dialer{Config: tlsCfg}
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return "", fmt.Errorf("%s to %s: %w", cmd, addr, err)
-	}
-	defer conn.Close()
-	if deadline, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(deadline)
-	}
-	if _, err := io.WriteString(conn, cmd); err != nil {
-		return "", fmt.Errorf("%s to %s: %w", cmd, addr, err)
-	}
-	b, err := io.ReadAll(conn)
-	if err != nil && len(b) == 0 {
-		return "", fmt.Errorf("%s to %s: %w", cmd, addr, err)
-	}
-	return string(b), nil
 }
 
 func (in *inspection) print(a *app) {

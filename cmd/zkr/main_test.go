@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -294,30 +292,23 @@ func (p *proc) waitOutput(d time.Duration, what string, cond func(out string) bo
 }
 
 // admin is a plain ZooKeeper client to look at the tree.
-func admin(t *testing.T) *zk.Conn {
+func admin(t *testing.T) *zkclient.Client {
 	t.Helper()
-	conn, events, err := zk.Connect([]string{servers(t)}, zktest.Bound(10*time.Second), zk.WithLogInfo(false))
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
+	defer cancel()
+	conn, err := zkclient.Connect(ctx, []string{servers(t)}, zkclient.WithSessionTimeout(zktest.Bound(10*time.Second)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		conn.Close()
-		for range events {
-		}
-	})
-	for ev := range events {
-		if ev.State == zk.StateHasSession {
-			break
-		}
-	}
+	t.Cleanup(func() { conn.Close() })
 	return conn
 }
 
 // children lists path's children ("" list if it does not exist).
-func children(t *testing.T, conn *zk.Conn, path string) []string {
+func children(t *testing.T, conn *zkclient.Client, path string) []string {
 	t.Helper()
-	kids, _, err := conn.Children(path)
-	if errors.Is(err, zk.ErrNoNode) {
+	kids, _, err := conn.Children(context.Background(), path)
+	if errors.Is(err, zkclient.ErrNoNode) {
 		return nil
 	}
 	if err != nil {

@@ -77,8 +77,6 @@ func label(recipe string) string {
 		return "zkrecipes Mutex.Requeue"
 	case "naive":
 		return "naive lock (demo only)"
-	case "go-zookeeper":
-		return "go-zookeeper/zk Lock"
 	case "floor":
 		return "floor (event chain, no reads)"
 	case "floor+listing":

@@ -77,8 +77,8 @@ from --kerberos-keytab, --kerberos-password or kinit's credentials cache, with
 $ZKR_TLS_CERT, $ZKR_TLS_KEY, $ZKR_AUTH, $ZKR_SASL_USER, $ZKR_SASL_PASSWORD,
 $ZKR_KERBEROS_PRINCIPAL, $ZKR_KERBEROS_KEYTAB, $ZKR_KERBEROS_PASSWORD,
 $KRB5_CONFIG); a flag wins over its variable. They do not apply where zkr starts its own server
-(demo and bench without --servers); demo and bench refuse TLS and credentials
-on servers given to them.
+(demo without --servers); demo and bench refuse TLS and credentials on servers
+given to them.
 
 The command that lock, elect and join run gets ZKR_FENCING_TOKEN (the holder's
 fencing token, a decimal number that strictly increases from one holder to the
@@ -142,7 +142,19 @@ session and granted the lock to someone else.
 		a.newSetCmd(),
 		a.newCreateCmd(),
 		a.newRmCmd(),
+		a.newVersionCmd(),
 	)
+	// --version by hand: cobra's Version field prints through a text
+	// template, whose reflection keeps every method in the binary.
+	var showVersion bool
+	root.Flags().BoolVar(&showVersion, "version", false, "print zkr's version and source revision, as zkr version does")
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if showVersion {
+			fmt.Fprint(a.stdout, versionText())
+			return nil
+		}
+		return cmd.Help()
+	}
 	return root
 }
 

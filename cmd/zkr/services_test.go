@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"strings"
@@ -30,7 +31,7 @@ func TestRegisterAndServices(t *testing.T) {
 	if r := zkr(t, "services", base); r.code != 0 || r.stdout != "api\n" {
 		t.Errorf("services: exit %d, %q", r.code, r.stdout)
 	}
-	data, st, err := conn.Get(base + "/api/a")
+	data, st, err := conn.Get(context.Background(), base+"/api/a")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // TestWatch follows a tree with zkr watch, as text, as JSON and for one
@@ -16,18 +17,19 @@ func TestWatch(t *testing.T) {
 	servers(t)
 	conn := admin(t)
 	path := testPath(t, "tree")
-	acl := zk.WorldACL(zk.PermAll)
+	acl := zkclient.WorldACL(zkclient.PermAll)
+	ctx := context.Background()
 	for _, p := range []string{"/zkrtest", strings.TrimSuffix(path, "/tree"), path} {
-		conn.Create(p, nil, 0, acl)
+		conn.Create(ctx, p, nil, zkclient.Persistent, acl)
 	}
-	t.Cleanup(func() { conn.Delete(strings.TrimSuffix(path, "/tree"), -1) })
-	if _, err := conn.Create(path+"/a", []byte("one"), 0, acl); err != nil {
+	t.Cleanup(func() { conn.Delete(ctx, strings.TrimSuffix(path, "/tree"), -1) })
+	if _, err := conn.Create(ctx, path+"/a", []byte("one"), zkclient.Persistent, acl); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		conn.Delete(path+"/b", -1)
-		conn.Delete(path+"/a", -1)
-		conn.Delete(path, -1)
+		conn.Delete(ctx, path+"/b", -1)
+		conn.Delete(ctx, path+"/a", -1)
+		conn.Delete(ctx, path, -1)
 	})
 	text := start(t, nil, "watch", path)
 	js := start(t, nil, "watch", path, "--json")
@@ -41,9 +43,9 @@ func TestWatch(t *testing.T) {
 		do   func() error
 		line string
 	}{
-		{func() error { _, err := conn.Set(path+"/a", []byte("two words"), -1); return err }, "changed " + path + "/a v1 two words\n"},
-		{func() error { _, err := conn.Create(path+"/b", []byte(" "), 0, acl); return err }, "created " + path + `/b v0 " "` + "\n"},
-		{func() error { return conn.Delete(path+"/b", -1) }, "deleted " + path + `/b v0 " "` + "\n"},
+		{func() error { _, err := conn.Set(ctx, path+"/a", []byte("two words"), -1); return err }, "changed " + path + "/a v1 two words\n"},
+		{func() error { _, err := conn.Create(ctx, path+"/b", []byte(" "), zkclient.Persistent, acl); return err }, "created " + path + `/b v0 " "` + "\n"},
+		{func() error { return conn.Delete(ctx, path+"/b", -1) }, "deleted " + path + `/b v0 " "` + "\n"},
 	}
 	// The --node watcher too must have read the tree before the first
 	// change, or it starts from the changed node.

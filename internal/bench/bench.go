@@ -1,11 +1,13 @@
 // Package bench holds the lock workloads that both the Go benchmarks and
-// the zkr command measure: zkrecipes' Mutex, go-zookeeper/zk's own Lock,
+// the zkr command measure: zkrecipes' Mutex, (in internal/gozk, through
+// RunContender) go-zookeeper/zk's own Lock,
 // the floors (a chain of sessions that each wait for their predecessor's
 // deletion, then delete their own node: one delete and one event per
 // handoff, and with floor+listing one listing too, the read a safe handoff
 // needs; see floor.go) and, for the herd demonstration only, a naive lock
 // whose waiters all watch the parent's children. RunReads measures many
-// small reads on one session, zkclient against go-zookeeper/zk.
+// small reads on one session, zkclient against go-zookeeper/zk (through
+// RunReadsWith).
 package bench
 
 import (
@@ -52,16 +54,17 @@ type Result struct {
 	waits []time.Duration // each acquisition's wait, for Merge
 }
 
-// Recipes names the workloads Run knows.
-var Recipes = []string{"zkrecipes", "zkrecipes-requeue", "go-zookeeper", "floor", "floor+listing", "floor-go-zookeeper", "naive"}
+// Recipes names the workloads Run knows. Those on go-zookeeper/zk
+// ("go-zookeeper", its Lock, and "floor-go-zookeeper", the floor on it) live
+// in the module internal/gozk, which runs them through [RunContender] and
+// [RunFloor], so that neither the library nor zkr links go-zookeeper/zk.
+var Recipes = []string{"zkrecipes", "zkrecipes-requeue", "floor", "floor+listing", "naive"}
 
 // Run runs the named workload.
 func Run(ctx context.Context, recipe string, cfg Config) (Result, error) {
-	if cfg.Contenders < 1 || cfg.Acquisitions < 1 {
-		return Result{}, fmt.Errorf("bench: need at least one contender and one acquisition (got %d, %d)", cfg.Contenders, cfg.Acquisitions)
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 30 * time.Second
+	cfg, err := cfg.check()
+	if err != nil {
+		return Result{}, err
 	}
 	var c contender
 	switch recipe {
@@ -69,19 +72,32 @@ func Run(ctx context.Context, recipe string, cfg Config) (Result, error) {
 		c = ours{}
 	case "zkrecipes-requeue":
 		c = ours{requeue: true}
-	case "go-zookeeper":
-		c = gozk{}
 	case "naive":
 		c = naive{}
 	case "floor":
-		return runFloor(ctx, recipe, cfg, false, false)
+		return runFloor(ctx, recipe, cfg, dialZkcFloor, false)
 	case "floor+listing":
-		return runFloor(ctx, recipe, cfg, false, true)
-	case "floor-go-zookeeper":
-		return runFloor(ctx, recipe, cfg, true, false)
+		return runFloor(ctx, recipe, cfg, dialZkcFloor, true)
 	default:
 		return Result{}, fmt.Errorf("bench: unknown recipe %q (want one of %v)", recipe, Recipes)
 	}
+	return runContender(ctx, recipe, c, cfg)
+}
+
+// check refuses a run without contenders or acquisitions and sets the
+// default timeout.
+func (cfg Config) check() (Config, error) {
+	if cfg.Contenders < 1 || cfg.Acquisitions < 1 {
+		return cfg, fmt.Errorf("bench: need at least one contender and one acquisition (got %d, %d)", cfg.Contenders, cfg.Acquisitions)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	return cfg, nil
+}
+
+// runContender runs c's loop, or its chain with cfg.Chain.
+func runContender(ctx context.Context, recipe string, c contender, cfg Config) (Result, error) {
 	if cfg.Chain {
 		if recipe == "zkrecipes-requeue" {
 			return Result{}, fmt.Errorf("bench: %s does not release, so it cannot run as a chain", recipe)
@@ -334,9 +350,16 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // Warm runs a throwaway workload so the server's JIT compiler has compiled
 // the request paths before anything is measured: on a fresh JVM the first
 // workload measured would otherwise pay for the warm-up and look slower.
+// It runs the floor, then zkrecipes' Mutex; WarmWith runs others.
 func Warm(ctx context.Context, servers []string, path string) error {
-	for _, recipe := range []string{"go-zookeeper", "zkrecipes"} {
-		if _, err := Run(ctx, recipe, Config{Servers: servers, Path: path + "/" + recipe, Contenders: 10, Acquisitions: 3000}); err != nil {
+	return WarmWith(ctx, servers, path, Run, "floor", "zkrecipes")
+}
+
+// WarmWith warms the server up as Warm does, with each of recipes run by
+// run (Run, or a runner that knows more workloads).
+func WarmWith(ctx context.Context, servers []string, path string, run func(context.Context, string, Config) (Result, error), recipes ...string) error {
+	for _, recipe := range recipes {
+		if _, err := run(ctx, recipe, Config{Servers: servers, Path: path + "/" + recipe, Contenders: 10, Acquisitions: 3000}); err != nil {
 			return fmt.Errorf("bench: warm-up: %w", err)
 		}
 	}

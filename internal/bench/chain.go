@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/zktest"
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 )
 
 // runChain measures a lock's handoff time on the floor's terms: contenders
@@ -126,11 +126,11 @@ func watches(ctx context.Context, servers []string) (int, error) {
 	defer cancel()
 	total := 0
 	for _, addr := range servers {
-		n, err := zktest.Watches(ctx, addr)
+		w, err := zkadmin.Wchs(ctx, addr)
 		if err != nil {
 			return 0, err
 		}
-		total += n
+		total += w.Watches
 	}
 	return total, nil
 }

@@ -5,8 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zkserver"
 )
 
@@ -19,15 +18,15 @@ func TestWatchesCountsEveryServer(t *testing.T) {
 	for range 2 {
 		srv := zkserver.RunT(t)
 		addrs = append(addrs, srv.Addr())
-		r, err := dialRaw(ctx, Config{Servers: []string{srv.Addr()}, Timeout: 10 * time.Second})
+		c, err := dialZkc(ctx, Config{Servers: []string{srv.Addr()}, Timeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer r.close()
-		if _, err := r.conn.Create("/n", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		defer c.Close()
+		if _, err := c.Create(ctx, "/n", nil, zkclient.Persistent, zkcACL); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, _, err := r.conn.GetW("/n"); err != nil {
+		if _, _, _, err := c.GetW(ctx, "/n"); err != nil {
 			t.Fatal(err)
 		}
 	}

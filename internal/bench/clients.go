@@ -3,17 +3,12 @@ package bench
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"log"
 	"slices"
 	"strconv"
 	"sync/atomic"
-	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // ours is zkrecipes' Mutex, one Session per contender. With requeue, a
@@ -68,81 +63,6 @@ func (c *oursClient) counts() counts {
 	return counts{listings: st.Listings, reads: st.Reads, events: st.WatchEvents}
 }
 
-// raw is a plain go-zookeeper connection that counts the watch events it
-// receives (through the event callback, which does not drop events).
-type raw struct {
-	conn   *zk.Conn
-	ev     <-chan zk.Event
-	events atomic.Int64
-	lists  atomic.Int64
-}
-
-func dialRaw(ctx context.Context, cfg Config) (*raw, error) {
-	r := &raw{}
-	conn, ev, err := zk.Connect(cfg.Servers, cfg.Timeout,
-		zk.WithLogger(log.New(io.Discard, "", 0)), zk.WithLogInfo(false),
-		zk.WithEventCallback(func(e zk.Event) {
-			if e.Type != zk.EventSession && e.Type != zk.EventNotWatching {
-				r.events.Add(1)
-			}
-		}))
-	if err != nil {
-		return nil, err
-	}
-	r.conn, r.ev = conn, ev
-	for conn.State() != zk.StateHasSession {
-		select {
-		case <-ctx.Done():
-			r.close()
-			return nil, fmt.Errorf("bench: connect %v: %w", cfg.Servers, ctx.Err())
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-	return r, nil
-}
-
-func (r *raw) close() {
-	r.conn.Close()
-	for range r.ev {
-	}
-}
-
-// ensure creates p and its parents (containers).
-func (r *raw) ensure(p string) error {
-	for i := 1; i <= len(p); i++ {
-		if i == len(p) || p[i] == '/' {
-			_, err := r.conn.CreateContainer(p[:i], nil, zk.FlagContainer, zk.WorldACL(zk.PermAll))
-			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// gozk is go-zookeeper/zk's own Lock.
-type gozk struct{}
-
-type gozkClient struct {
-	*raw
-	l *zk.Lock
-}
-
-func (gozk) open(ctx context.Context, cfg Config) (client, error) {
-	r, err := dialRaw(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &gozkClient{raw: r, l: zk.NewLock(r.conn, cfg.Path, zk.WorldACL(zk.PermAll))}, nil
-}
-
-func (c *gozkClient) lock(context.Context) error   { return c.l.Lock() }
-func (c *gozkClient) unlock(context.Context) error { return c.l.Unlock() }
-func (c *gozkClient) finish(context.Context) error { return nil }
-func (c *gozkClient) counts() counts {
-	return counts{listings: -1, reads: -1, events: c.events.Load()}
-}
-
 // naive is the herd-prone lock, written only to demonstrate the herd
 // effect: every waiter watches the parent's children, so every create and
 // every release wakes every waiter, which lists the children again. Do not
@@ -150,26 +70,27 @@ func (c *gozkClient) counts() counts {
 type naive struct{}
 
 type naiveClient struct {
-	*raw
-	dir  string
-	node string
+	c     *zkclient.Client
+	dir   string
+	node  string
+	lists atomic.Int64
 }
 
 func (naive) open(ctx context.Context, cfg Config) (client, error) {
-	r, err := dialRaw(ctx, cfg)
+	c, err := dialZkc(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &naiveClient{raw: r, dir: cfg.Path}, nil
+	return &naiveClient{c: c, dir: cfg.Path}, nil
 }
 
 func (c *naiveClient) lock(ctx context.Context) error {
-	p, err := c.conn.Create(c.dir+"/lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
-	if errors.Is(err, zk.ErrNoNode) {
-		if err := c.ensure(c.dir); err != nil {
+	p, err := c.c.Create(ctx, c.dir+"/lock-", nil, zkclient.EphemeralSequential, zkcACL)
+	if errors.Is(err, zkclient.ErrNoNode) {
+		if err := (zkcFloor{c.c}).ensure(ctx, c.dir); err != nil {
 			return err
 		}
-		p, err = c.conn.Create(c.dir+"/lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+		p, err = c.c.Create(ctx, c.dir+"/lock-", nil, zkclient.EphemeralSequential, zkcACL)
 	}
 	if err != nil {
 		return err
@@ -177,7 +98,7 @@ func (c *naiveClient) lock(ctx context.Context) error {
 	c.node = p[len(c.dir)+1:]
 	for {
 		c.lists.Add(1)
-		kids, _, ch, err := c.conn.ChildrenW(c.dir)
+		kids, _, w, err := c.c.ChildrenW(ctx, c.dir)
 		if err != nil {
 			return err
 		}
@@ -186,21 +107,24 @@ func (c *naiveClient) lock(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-ch:
+		case <-w.Event():
 		case <-ctx.Done():
-			c.conn.Delete(c.dir+"/"+c.node, -1)
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.c.Timeout())
+			c.c.Delete(dctx, c.dir+"/"+c.node, -1)
+			cancel()
 			return ctx.Err()
 		}
 	}
 }
 
-func (c *naiveClient) unlock(context.Context) error {
-	return c.conn.Delete(c.dir+"/"+c.node, -1)
+func (c *naiveClient) unlock(ctx context.Context) error {
+	return c.c.Delete(ctx, c.dir+"/"+c.node, -1)
 }
 
 func (c *naiveClient) finish(context.Context) error { return nil }
+func (c *naiveClient) close()                       { c.c.Close() }
 func (c *naiveClient) counts() counts {
-	return counts{listings: c.lists.Load(), reads: 0, events: c.events.Load()}
+	return counts{listings: c.lists.Load(), reads: 0, events: c.c.Notifications()}
 }
 
 func seq(name string) int {

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
@@ -53,6 +51,14 @@ type zkcFloor struct{ c *zkclient.Client }
 
 func dialZkc(ctx context.Context, cfg Config) (*zkclient.Client, error) {
 	return zkclient.Connect(ctx, cfg.Servers, zkclient.WithSessionTimeout(cfg.Timeout))
+}
+
+func dialZkcFloor(ctx context.Context, cfg Config) (floorConn, error) {
+	c, err := dialZkc(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return zkcFloor{c}, nil
 }
 
 var zkcACL = zkclient.WorldACL(zkclient.PermAll)
@@ -112,45 +118,9 @@ func (f zkcFloor) ensure(ctx context.Context, dir string) error {
 func (f zkcFloor) events() int64 { return f.c.Notifications() }
 func (f zkcFloor) close()        { f.c.Close() }
 
-// gozkFloor is a floor session on go-zookeeper/zk.
-type gozkFloor struct{ *raw }
-
-func (f gozkFloor) create(_ context.Context, dir string, listing bool) (string, error) {
-	if listing {
-		return "", errors.New("go-zookeeper/zk cannot pipeline a listing behind a create")
-	}
-	return f.conn.Create(dir+"/lock-", nil, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
-}
-
-func (f gozkFloor) remove(_ context.Context, path string) error { return f.conn.Delete(path, -1) }
-
-func (f gozkFloor) watch(_ context.Context, path string) (func(context.Context) error, error) {
-	_, _, ev, err := f.conn.GetW(path)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) error {
-		select {
-		case <-ev:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}, nil
-}
-
-func (f gozkFloor) list(_ context.Context, dir string) error {
-	_, _, err := f.conn.Children(dir)
-	return err
-}
-
-func (f gozkFloor) ensure(_ context.Context, dir string) error { return f.raw.ensure(dir) }
-func (f gozkFloor) events() int64                              { return f.raw.events.Load() }
-func (f gozkFloor) close()                                     { f.raw.close() }
-
-// runFloor measures a floor (see above) on zkclient, or on go-zookeeper/zk
-// with gozk; with listing, floor+listing.
-func runFloor(ctx context.Context, recipe string, cfg Config, gozk, listing bool) (Result, error) {
+// runFloor measures a floor (see above) on the sessions dial opens; with
+// listing, floor+listing.
+func runFloor(ctx context.Context, recipe string, cfg Config, dial func(context.Context, Config) (floorConn, error), listing bool) (Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	clients := make([]floorConn, 0, cfg.Contenders)
@@ -160,19 +130,9 @@ func runFloor(ctx context.Context, recipe string, cfg Config, gozk, listing bool
 		}
 	}()
 	for range cfg.Contenders {
-		var c floorConn
-		if gozk {
-			r, err := dialRaw(ctx, cfg)
-			if err != nil {
-				return Result{}, err
-			}
-			c = gozkFloor{r}
-		} else {
-			zc, err := dialZkc(ctx, cfg)
-			if err != nil {
-				return Result{}, err
-			}
-			c = zkcFloor{zc}
+		c, err := dial(ctx, cfg)
+		if err != nil {
+			return Result{}, err
 		}
 		clients = append(clients, c)
 	}

@@ -9,13 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
-// ReadClients names the clients RunReads knows.
-var ReadClients = []string{"zkclient", "go-zookeeper"}
+// ReadClients names the clients RunReads knows (internal/gozk runs
+// go-zookeeper/zk's through RunReadsWith).
+var ReadClients = []string{"zkclient"}
 
 // ReadsConfig describes one run of RunReads.
 type ReadsConfig struct {
@@ -53,51 +52,48 @@ func MergeReads(runs ...ReadsResult) ReadsResult {
 // over until cfg.Reads reads are done. Only the reads are timed: the
 // session and the node are set up first. Every read's data is checked.
 func RunReads(ctx context.Context, client string, cfg ReadsConfig) (ReadsResult, error) {
+	if client != "zkclient" {
+		return ReadsResult{}, fmt.Errorf("bench: reads: unknown client %q (want one of %v)", client, ReadClients)
+	}
+	return RunReadsWith(ctx, client, cfg, openZkcReads)
+}
+
+// openZkcReads is RunReads's zkclient session.
+func openZkcReads(ctx context.Context, cfg ReadsConfig, data []byte) (func(context.Context) ([]byte, error), func(), error) {
+	c, err := zkclient.Connect(ctx, cfg.Servers, zkclient.WithSessionTimeout(30*time.Second))
+	if err != nil {
+		return nil, nil, err
+	}
+	if dir := Parent(cfg.Path); dir != "/" {
+		if err := (zkcFloor{c}).ensure(ctx, dir); err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+	}
+	if _, err := c.Create(ctx, cfg.Path, data, zkclient.Persistent, zkcACL); err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
+		c.Close()
+		return nil, nil, err
+	}
+	get := func(ctx context.Context) ([]byte, error) {
+		b, _, err := c.Get(ctx, cfg.Path)
+		return b, err
+	}
+	return get, func() { c.Close() }, nil
+}
+
+// RunReadsWith runs RunReads's measure, under the name client, on the
+// session open opens: open creates cfg.Path with data if it is missing and
+// returns the read to time and the session's close.
+func RunReadsWith(ctx context.Context, client string, cfg ReadsConfig, open func(ctx context.Context, cfg ReadsConfig, data []byte) (get func(context.Context) ([]byte, error), close func(), err error)) (ReadsResult, error) {
 	if cfg.Goroutines < 1 || cfg.Reads < 1 {
 		return ReadsResult{}, fmt.Errorf("bench: reads: need at least one goroutine and one read (got %d, %d)", cfg.Goroutines, cfg.Reads)
 	}
 	data := bytes.Repeat([]byte{'x'}, cfg.Size)
-	var get func(context.Context) ([]byte, error)
-	switch client {
-	case "zkclient":
-		c, err := zkclient.Connect(ctx, cfg.Servers, zkclient.WithSessionTimeout(30*time.Second))
-		if err != nil {
-			return ReadsResult{}, err
-		}
-		defer c.Close()
-		if dir := parent(cfg.Path); dir != "/" {
-			if err := (zkcFloor{c}).ensure(ctx, dir); err != nil {
-				return ReadsResult{}, err
-			}
-		}
-		if _, err := c.Create(ctx, cfg.Path, data, zkclient.Persistent, zkcACL); err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
-			return ReadsResult{}, err
-		}
-		get = func(ctx context.Context) ([]byte, error) {
-			b, _, err := c.Get(ctx, cfg.Path)
-			return b, err
-		}
-	case "go-zookeeper":
-		r, err := dialRaw(ctx, Config{Servers: cfg.Servers, Timeout: 30 * time.Second})
-		if err != nil {
-			return ReadsResult{}, err
-		}
-		defer r.close()
-		if dir := parent(cfg.Path); dir != "/" {
-			if err := r.ensure(dir); err != nil {
-				return ReadsResult{}, err
-			}
-		}
-		if _, err := r.conn.Create(cfg.Path, data, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return ReadsResult{}, err
-		}
-		get = func(context.Context) ([]byte, error) {
-			b, _, err := r.conn.Get(cfg.Path)
-			return b, err
-		}
-	default:
-		return ReadsResult{}, fmt.Errorf("bench: reads: unknown client %q (want one of %v)", client, ReadClients)
+	get, closeSession, err := open(ctx, cfg, data)
+	if err != nil {
+		return ReadsResult{}, fmt.Errorf("bench: reads: %s: %w", client, err)
 	}
+	defer closeSession()
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -146,8 +142,8 @@ func RunReads(ctx context.Context, client string, cfg ReadsConfig) (ReadsResult,
 	}, nil
 }
 
-// parent is the parent of path p ("/" for a child of the root).
-func parent(p string) string {
+// Parent is the parent of path p ("/" for a child of the root).
+func Parent(p string) string {
 	for i := len(p) - 1; i > 0; i-- {
 		if p[i] == '/' {
 			return p[:i]

@@ -1,4 +1,4 @@
-package zkrecipes_test
+package gozk_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/bench"
+	"github.com/zkrecipes/zkrecipes/internal/gozk"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -128,26 +129,26 @@ func BenchmarkReads(b *testing.B) {
 	}
 	// The warm-up (see above); the server's read path is not warmed by
 	// TestMain's lock workloads either.
-	for _, client := range bench.ReadClients {
+	for _, client := range gozk.ReadClients {
 		cfg.Reads = 20000
-		if _, err := bench.RunReads(ctx, client, cfg); err != nil {
+		if _, err := gozk.RunReads(ctx, client, cfg); err != nil {
 			b.Fatal(err)
 		}
 	}
 	cfg.Reads = max(b.N*goroutines/rounds, goroutines)
 	var runs []bench.ReadsResult
-	for _, client := range bench.Interleave(bench.ReadClients, rounds) {
-		r, err := bench.RunReads(ctx, client, cfg)
+	for _, client := range bench.Interleave(gozk.ReadClients, rounds) {
+		r, err := gozk.RunReads(ctx, client, cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if testing.Verbose() {
-			b.Logf("round %d: %-12s %.0f reads/s", len(runs)/len(bench.ReadClients)+1, client, r.PerSecond)
+			b.Logf("round %d: %-12s %.0f reads/s", len(runs)/len(gozk.ReadClients)+1, client, r.PerSecond)
 		}
 		runs = append(runs, r)
 	}
 	total := make(map[string]bench.ReadsResult)
-	for _, client := range bench.ReadClients {
+	for _, client := range gozk.ReadClients {
 		var mine []bench.ReadsResult
 		for _, r := range runs {
 			if r.Client == client {
@@ -158,7 +159,7 @@ func BenchmarkReads(b *testing.B) {
 	}
 	ours := total["zkclient"]
 	b.ReportMetric(float64(ours.Elapsed.Nanoseconds())/float64(ours.Reads)*goroutines, "ns/op")
-	for _, client := range bench.ReadClients {
+	for _, client := range gozk.ReadClients {
 		b.ReportMetric(total[client].PerSecond, client+"-reads/s")
 	}
 	b.ReportMetric(ours.PerSecond/total["go-zookeeper"].PerSecond, "vs-go-zookeeper")
@@ -181,7 +182,7 @@ func compare(b *testing.B, contenders int, chain bool, recipes ...string) map[st
 	for _, recipe := range recipes {
 		// The warm-up (see above): a small run of each workload.
 		n := min(contenders, 10)
-		_, err := bench.Run(ctx, recipe, bench.Config{
+		_, err := gozk.Run(ctx, recipe, bench.Config{
 			Servers: shared.Addrs(), Path: fmt.Sprintf("/bench/warm-%s-%d-%d", recipe, contenders, time.Now().UnixNano()),
 			Contenders: n, Acquisitions: max(200, n), Chain: chain,
 		})
@@ -193,7 +194,7 @@ func compare(b *testing.B, contenders int, chain bool, recipes ...string) map[st
 	var runs []bench.Result
 	for _, recipe := range bench.Interleave(recipes, rounds) {
 		path := fmt.Sprintf("/bench/%s-%d-%d", recipe, contenders, time.Now().UnixNano())
-		res, err := bench.Run(ctx, recipe, bench.Config{
+		res, err := gozk.Run(ctx, recipe, bench.Config{
 			Servers: shared.Addrs(), Path: path, Contenders: contenders, Acquisitions: per, Chain: chain,
 		})
 		if err != nil {

@@ -1,4 +1,4 @@
-package zktest
+package kerberos_test
 
 import (
 	"context"
@@ -8,12 +8,16 @@ import (
 	"time"
 
 	"github.com/jcmturner/gokrb5/v8/keytab"
+
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestKDC: a KDC starts, takes principals and keytabs (a second keytab of
-// a principal holds the same keys), and Close removes it all.
+// TestKDC: zktest's KDC starts, takes principals and keytabs (a second
+// keytab of a principal holds the same keys), and Close removes it all.
+// It lives here because reading a keytab takes gokrb5, which zktest's
+// module does not require.
 func TestKDC(t *testing.T) {
-	k := StartKDCT(t)
+	k := zktest.StartKDCT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := k.AddUser(ctx, "bob", "pw"); err != nil {

@@ -1,4 +1,4 @@
-package zktest
+package faultproxy
 
 import (
 	"encoding/binary"
@@ -261,3 +261,8 @@ func (l *link) close(reset bool) {
 		l.up.queue, l.down.queue = nil, nil
 	})
 }
+
+// maxFrame is the longest request frame the proxy reads whole (ZooKeeper's
+// own limit, jute.maxbuffer, defaults to 1 MiB; the proxy must pass
+// anything a server would). A longer length is not ZooKeeper framing.
+const maxFrame = 64 << 20

@@ -1,4 +1,4 @@
-package bench
+package gozk
 
 import (
 	"bufio"
@@ -56,7 +56,7 @@ type idleFigures struct {
 // zkclient and of go-zookeeper/zk, each in a process of its own, and fails
 // if zkclient's passes idleLimit KiB per session:
 //
-//	go test -run TestIdleMemory -v ./internal/bench/
+//	go test -run TestIdleMemory -v ./internal/gozk/
 func TestIdleMemory(t *testing.T) {
 	if client := os.Getenv(idleEnvClient); client != "" {
 		idleChild(t, client)

@@ -1,6 +1,6 @@
 //go:build race
 
-package bench
+package gozk
 
 // raceEnabled: the race detector's shadow memory would be counted as the
 // clients'.
