@@ -98,8 +98,7 @@ func inCI() bool {
 // listing those left. At the end of a package whose tests share one server
 // (TestMain), it tells that every test closed its sessions; d covers the
 // timeout of a session whose client could not say goodbye (a dead link, a
-// killed process). It is meant for a standalone server: an ensemble's
-// followers list only the sessions of their own clients.
+// killed process).
 func NoSessions(addr string, d time.Duration) error {
 	return Poll(Bound(d), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), Bound(5*time.Second))

@@ -281,9 +281,9 @@ type SessionDump struct {
 }
 
 // Dump sends "dump" and parses its session tracker and ephemeral nodes
-// (the connections it lists are those [Cons] returns). A standalone
-// server and an ensemble's leader list every session; a follower lists
-// only those of its own clients.
+// (the connections it lists are those [Cons] returns). Every member of an
+// ensemble lists every session, the followers in a form of their own
+// ("Global Sessions"), which Dump reads as well.
 func Dump(ctx context.Context, addr string, opts ...Option) (SessionDump, error) {
 	out, err := ask(ctx, addr, "dump", opts)
 	if err != nil {
@@ -301,7 +301,7 @@ func parseDump(out string) (SessionDump, error) {
 	ephemerals, _, _ := strings.Cut(rest, "Connections dump:\n")
 	d := SessionDump{Ephemerals: map[int64][]string{}}
 	// An expiry queue ("Session Sets", then a tab-indented id per line)
-	// or a follower's list ("0x...\t30000ms"): ids begin the lines that
+	// or a follower's list ("0x...\t10000ms"): ids begin the lines that
 	// begin with 0x once trimmed; headers do not.
 	for line := range strings.Lines(tracker) {
 		f := strings.Fields(line)
