@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestAtomicLongLayout: Curator's 8 bytes, big-endian; a missing node (or
@@ -203,7 +204,7 @@ func TestCountersSessionEnd(t *testing.T) {
 	for open := true; open; {
 		select {
 		case _, open = <-watch:
-		case <-time.After(20 * time.Second):
+		case <-time.After(zktest.Bound(20 * time.Second)):
 			t.Fatal("the watch of an expired session is still open after 20s")
 		}
 	}

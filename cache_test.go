@@ -181,7 +181,7 @@ func drainEvents(t *testing.T, c *zkrecipes.Cache) []zkrecipes.CacheEvent {
 // nextEvent waits for the cache's next event.
 func nextEvent(t *testing.T, c *zkrecipes.Cache) zkrecipes.CacheEvent {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(30*time.Second))
 	defer cancel()
 	ev, err := c.Next(ctx)
 	if err != nil {
@@ -267,7 +267,7 @@ func (e *env) del(p string) {
 
 func newCache(t *testing.T, s *zkrecipes.Session, path string, opts ...zkrecipes.CacheOption) *zkrecipes.Cache {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(60*time.Second))
 	defer cancel()
 	c, err := zkrecipes.NewCache(ctx, s, path, opts...)
 	if err != nil {
@@ -359,7 +359,9 @@ func TestCacheBasic(t *testing.T) {
 	if n := watchersOf(t, e.servers[0], root); n != 0 {
 		t.Fatalf("%d sessions still watch %s after Close", n, root)
 	}
-	goleak.VerifyNone(t, leaks) // the session's goroutines are older
+	if err := zktest.FindLeaks(leaks); err != nil { // the session's goroutines are older
+		t.Errorf("leaked goroutines: %v", err)
+	}
 	must(t, c.Close(), "close again")
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // curatorInstanceJSON is what Curator 5.4's JsonInstanceSerializer writes for
@@ -93,7 +94,7 @@ func TestDiscoveryRegister(t *testing.T) {
 				t.Fatalf("watch: %v, want %v", ids(got), want)
 			}
 			return got
-		case <-time.After(20 * time.Second):
+		case <-time.After(zktest.Bound(20 * time.Second)):
 			t.Fatalf("watch: nothing after 20s, want %v", want)
 			return nil
 		}
@@ -203,7 +204,7 @@ func TestDiscoveryKeepRegistered(t *testing.T) {
 		select {
 		case s := <-sessions:
 			return s
-		case <-time.After(30 * time.Second):
+		case <-time.After(zktest.Bound(30 * time.Second)):
 			t.Fatal("KeepRegistered asked for no session within 30s")
 			return nil
 		}

@@ -52,9 +52,12 @@
 // expiry for sure, when someone deletes the holder's node, and, with
 // [WithStrict], as soon as half the session timeout has passed since the
 // send time of the newest request the server answered, before expiry is
-// possible. Because a holder may still act before it notices, [Mutex.Token]
-// gives a fencing token: a number that strictly increases from one holder
-// to the next. Send it with every write to the guarded resource, and have
+// possible, provided the holder's process runs: a process that is frozen
+// (a long pause, a suspended machine) is told only once it runs again,
+// possibly after another holder was granted the lock (see [WithStrict]).
+// Because a holder may still act before it notices, [Mutex.Token] gives a
+// fencing token: a number that strictly increases from one holder to the
+// next. Send it with every write to the guarded resource, and have
 // the resource reject writes carrying a token lower than the highest it has
 // accepted. [Mutex.HeldOp] makes a write in [Session.Multi] conditional on
 // still holding.

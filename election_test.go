@@ -192,7 +192,7 @@ func TestElectionChurn(t *testing.T) {
 				if !ok {
 					t.Fatalf("round %d: Observe's channel closed", round)
 				}
-			case <-time.After(20 * time.Second):
+			case <-time.After(zktest.Bound(20 * time.Second)):
 				t.Fatalf("round %d: Observe never reported %s (last %q)", round, id, seen)
 			}
 		}
@@ -228,7 +228,7 @@ func TestElectionChurn(t *testing.T) {
 		select {
 		case s := <-lostSeen:
 			delete(expired, s)
-		case <-time.After(20 * time.Second):
+		case <-time.After(zktest.Bound(20 * time.Second)):
 			t.Fatalf("expired leaders whose Lost() did not close within 20s: %v", slices.Collect(maps.Values(expired)))
 		}
 	}
@@ -316,7 +316,7 @@ func TestElectionObserve(t *testing.T) {
 			if !ok || got != want {
 				t.Fatalf("Observe delivered %q (open=%v), want %q", got, ok, want)
 			}
-		case <-time.After(20 * time.Second):
+		case <-time.After(zktest.Bound(20 * time.Second)):
 			t.Fatalf("Observe did not deliver %q within 20s", want)
 		}
 	}
@@ -345,7 +345,7 @@ func TestElectionObserve(t *testing.T) {
 		if ok {
 			t.Errorf("Observe delivered %q after its context ended", v)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(zktest.Bound(10 * time.Second)):
 		t.Fatal("Observe's channel not closed after its context ended")
 	}
 	e.empty(path)
@@ -517,7 +517,7 @@ func TestElectionInterop(t *testing.T) {
 				if got != want {
 					t.Errorf("Observe = %q, want %q", got, want)
 				}
-			case <-time.After(30 * time.Second):
+			case <-time.After(zktest.Bound(30 * time.Second)):
 				t.Fatalf("Observe did not report %q", want)
 			}
 		}
@@ -537,7 +537,7 @@ func BenchmarkElectionHandover(b *testing.B) {
 	if sharedErr != nil {
 		zktest.SkipOrFail(b, sharedErr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Minute))
 	defer cancel()
 	path := "/bench/" + unsafeChars.ReplaceAllString(b.Name(), "_")
 	addr := shared.Addrs()[0]

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestElectionValue: a leader advertises the value it campaigned with, and
@@ -28,7 +29,7 @@ func TestElectionValue(t *testing.T) {
 			if !ok || got != want {
 				t.Fatalf("Observe delivered %q (open=%v), want %q", got, ok, want)
 			}
-		case <-time.After(20 * time.Second):
+		case <-time.After(zktest.Bound(20 * time.Second)):
 			t.Fatalf("Observe did not deliver %q within 20s", want)
 		}
 	}

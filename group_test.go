@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // watcher follows one member's Watch channel.
@@ -25,7 +26,7 @@ type watcher struct {
 // see waits until the watcher delivers exactly want.
 func (w *watcher) see(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(zktest.Bound(20 * time.Second))
 	for w.last != want {
 		select {
 		case ms, ok := <-w.ch:
@@ -226,7 +227,7 @@ func TestGroupInterop(t *testing.T) {
 // ("id=data,..." sorted by id), failing the test after a minute.
 func awaitMembers(t *testing.T, watch <-chan []zkrecipes.Member, want string) {
 	t.Helper()
-	deadline := time.After(time.Minute)
+	deadline := time.After(zktest.Bound(time.Minute))
 	var last string
 	for {
 		select {

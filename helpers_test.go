@@ -11,12 +11,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
@@ -54,15 +53,21 @@ func newEnv(t *testing.T) *env {
 
 func newEnvOn(t *testing.T, servers []string) *env {
 	t.Helper()
-	leaks := goleak.IgnoreCurrent()
-	e := &env{t: t, servers: servers, path: "/test/" + unsafeChars.ReplaceAllString(t.Name(), "_")}
+	zktest.CheckLeaks(t)
+	e := &env{t: t, servers: servers, path: testPath(t)}
 	e.admin = plainConn(t, servers)
 	t.Cleanup(func() {
 		deleteTree(e.admin, e.path)
 		e.admin.c.Close()
-		goleak.VerifyNone(t, leaks)
 	})
 	return e
+}
+
+// testPath returns a path for one run of the test: its name and the time,
+// so that a second run in the same process (-count=2) starts afresh even
+// if the first left something behind.
+func testPath(t *testing.T) string {
+	return fmt.Sprintf("/test/%s-%s", unsafeChars.ReplaceAllString(t.Name(), "_"), strconv.FormatInt(time.Now().UnixNano(), 36))
 }
 
 // session opens a Session that is closed when the test ends.
@@ -73,7 +78,7 @@ func (e *env) session(opts ...zkrecipes.SessionOption) *zkrecipes.Session {
 
 func (e *env) sessionOn(servers []string, opts ...zkrecipes.SessionOption) *zkrecipes.Session {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(20*time.Second))
 	defer cancel()
 	s, err := zkrecipes.NewSession(ctx, servers, opts...)
 	if err != nil {
@@ -83,16 +88,27 @@ func (e *env) sessionOn(servers []string, opts ...zkrecipes.SessionOption) *zkre
 	return s
 }
 
-// children lists the nodes under p (none if p does not exist).
+// children lists the nodes under p (none if p does not exist). The admin
+// client is the test's observer: a connection it lost (a member paused or
+// starved, an election) is waited out, for up to zktest.Bound(30s).
 func (e *env) children(p string) []string {
 	e.t.Helper()
-	kids, _, err := e.admin.Children(p)
-	if errors.Is(err, zkclient.ErrNoNode) {
+	var kids []string
+	zktest.Eventually(e.t, 30*time.Second, "children of "+p, func() error {
+		var err error
+		kids, _, err = e.admin.Children(p)
+		switch {
+		case errors.Is(err, zkclient.ErrNoNode):
+			kids = nil
+			return nil
+		case errors.Is(err, zkclient.ErrConnectionLoss), errors.Is(err, zkclient.ErrNoServer),
+			errors.Is(err, zkclient.ErrSessionMoved), errors.Is(err, context.DeadlineExceeded):
+			return err
+		case err != nil:
+			e.t.Fatalf("children %s: %v", p, err)
+		}
 		return nil
-	}
-	if err != nil {
-		e.t.Fatalf("children %s: %v", p, err)
-	}
+	})
 	return kids
 }
 
@@ -146,7 +162,7 @@ func (e *env) proxy() *zktest.Proxy {
 func (e *env) expire(s *zkrecipes.Session) {
 	e.t.Helper()
 	id, pw := s.Credentials()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
 	if err := zktest.ExpireSession(ctx, e.servers[0], id, pw); err != nil {
 		e.t.Fatalf("expire session 0x%x: %v", id, err)
@@ -157,7 +173,7 @@ func (e *env) expire(s *zkrecipes.Session) {
 // that is already gone is fine.
 func expireSession(t *testing.T, addr string, s *zkrecipes.Session) {
 	id, pw := s.Credentials()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
 	err := zktest.ExpireSession(ctx, addr, id, pw)
 	if err != nil && !errors.Is(err, zktest.ErrNoSession) && s.Err() == nil {
@@ -165,16 +181,25 @@ func expireSession(t *testing.T, addr string, s *zkrecipes.Session) {
 	}
 }
 
-// watches returns the number of watches the server (the first) holds.
+// watches returns the number of watches the server (the first) holds on
+// the test's own nodes (e.path and below): not the server-wide total, so a
+// watch another test left behind (a killed contender's, until its session
+// expires) does not count.
 func (e *env) watches() int {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
 	defer cancel()
-	w, err := zkadmin.Wchs(ctx, e.servers[0])
+	w, err := zkadmin.Wchp(ctx, e.servers[0])
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return w.Watches
+	n := 0
+	for p, ids := range w {
+		if p == e.path || strings.HasPrefix(p, e.path+"/") {
+			n += len(ids)
+		}
+	}
+	return n
 }
 
 // lockBase takes a holding with lock (on a lock nobody holds) and returns
@@ -275,8 +300,10 @@ func deleteTree(c plain, p string) {
 
 // Waiting and checking.
 
+// ctxTimeout returns a context that ends after zktest.Bound(d) or when the
+// test ends.
 func ctxTimeout(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(d))
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -299,16 +326,29 @@ func check(t *testing.T, err error, what string, args ...any) bool {
 	return true
 }
 
-// waitFor polls cond (a test-side observation of the tree) until it holds.
+// waitFor polls cond (a test-side observation of the tree) until it holds,
+// for up to zktest.Bound(30s). A wait that can say what it saw uses
+// zktest.Eventually, whose failure quotes the last error.
 func (e *env) waitFor(what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
+	zktest.Eventually(e.t, 30*time.Second, what, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
+}
+
+// waitWatches waits until the server holds n watches on the test's nodes
+// (env.watches); the failure says how many it saw last.
+func (e *env) waitWatches(what string, n int) {
+	e.t.Helper()
+	zktest.Eventually(e.t, 30*time.Second, what, func() error {
+		if got := e.watches(); got != n {
+			return fmt.Errorf("%d watches under %s, want %d", got, e.path, n)
+		}
+		return nil
+	})
 }
 
 // async runs f on its own goroutine and delivers its result.
@@ -318,15 +358,16 @@ func async(f func() error) <-chan error {
 	return ch
 }
 
-// result waits for an async call to return; a call still blocked after 30s
-// fails the test.
+// result waits for an async call to return; a call still blocked after
+// zktest.Bound(30s) fails the test.
 func result(t *testing.T, ch <-chan error, what string) error {
 	t.Helper()
+	d := zktest.Bound(30 * time.Second)
 	select {
 	case err := <-ch:
 		return err
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s: still blocked after 30s", what)
+	case <-time.After(d):
+		t.Fatalf("%s: still blocked after %v", what, d)
 		return nil
 	}
 }
@@ -341,13 +382,14 @@ func blocked(t *testing.T, ch <-chan error, what string) {
 	}
 }
 
-// closed waits up to 20s for ch to be closed.
+// closed waits up to zktest.Bound(20s) for ch to be closed.
 func closed(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
+	d := zktest.Bound(20 * time.Second)
 	select {
 	case <-ch:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s not closed after 20s", what)
+	case <-time.After(d):
+		t.Fatalf("%s not closed after %v", what, d)
 	}
 }
 
@@ -400,7 +442,7 @@ func (e *env) offerLate(p *zktest.Proxy, dir string, offer func(context.Context)
 // far is counted in their Stats.
 func roundTrip(t *testing.T, ss ...*zkrecipes.Session) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
 	for _, s := range ss {
 		must(t, zkrecipes.RoundTrip(ctx, s), "round trip")
@@ -420,7 +462,7 @@ func events(ss []*zkrecipes.Session) []int64 {
 // wchp on the server at addr).
 func watchersOf(t testing.TB, addr, p string) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
 	defer cancel()
 	w, err := zkadmin.Wchp(ctx, addr)
 	if err != nil {
@@ -600,8 +642,8 @@ func (p *contenderProc) waitReady(t *testing.T) {
 	case <-p.done:
 		p.cmd.Wait()
 		t.Fatalf("contender exited before READY: %v\nstderr: %s", p.cmd.ProcessState, p.stderr.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("contender not READY after 60s\nstderr: %s", p.stderr.String())
+	case <-time.After(zktest.Bound(time.Minute)):
+		t.Fatalf("contender not READY after %v\nstderr: %s", zktest.Bound(time.Minute), p.stderr.String())
 	}
 }
 
@@ -616,7 +658,7 @@ func (p *contenderProc) printed(line string) bool {
 // waitLine matched, and fails the test if it exits or a minute passes first.
 func (p *contenderProc) waitLine(t *testing.T, line string) {
 	t.Helper()
-	deadline := time.After(time.Minute)
+	deadline := time.After(zktest.Bound(time.Minute))
 	for {
 		p.mu.Lock()
 		i := slices.Index(p.lines[p.seen:], line)
@@ -649,7 +691,7 @@ func (p *contenderProc) waitLine(t *testing.T, line string) {
 // contender exits or a minute passes first.
 func (p *contenderProc) value(t *testing.T, prefix string) string {
 	t.Helper()
-	deadline := time.After(time.Minute)
+	deadline := time.After(zktest.Bound(time.Minute))
 	for {
 		exited := false
 		select {

@@ -40,7 +40,7 @@ func TestLockLostWhenNodeDeleted(t *testing.T) {
 			baseline := e.watches()
 			lost, unlock, err := c.lock(ctx, s, path)
 			must(t, err, "lock")
-			e.waitFor("the holder's watch on its node", func() bool { return e.watches() == baseline+1 })
+			e.waitWatches("the holder's watch on its node", baseline+1)
 			kids := e.children(path)
 			if len(kids) != 1 {
 				t.Fatalf("children %v, want the holder's node", kids)
@@ -57,7 +57,7 @@ func TestLockLostWhenNodeDeleted(t *testing.T) {
 				t.Fatal("Lost closed when the node's data changed")
 			default:
 			}
-			e.waitFor("the watch set again", func() bool { return e.watches() == baseline+1 })
+			e.waitWatches("the watch set again", baseline+1)
 
 			must(t, e.admin.Delete(node, -1), "delete the holder's node")
 			closed(t, lost(), "Lost after the holder's node was deleted")
@@ -68,7 +68,7 @@ func TestLockLostWhenNodeDeleted(t *testing.T) {
 			before := s.Stats()
 			lost, unlock, err = c.lock(ctx, s, path)
 			must(t, err, "lock again")
-			e.waitFor("the holder's watch on its node", func() bool { return e.watches() == baseline+1 })
+			e.waitWatches("the holder's watch on its node", baseline+1)
 			must(t, unlock(ctx), "unlock")
 			closed(t, lost(), "Lost after unlock")
 			after := s.Stats()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestDataRecipesInterop runs the counters, the queues and service discovery
@@ -246,7 +247,7 @@ func discoveryInterop(t *testing.T, e *env, ctx context.Context, curator curator
 				if ok(insts) {
 					return
 				}
-			case <-time.After(30 * time.Second):
+			case <-time.After(zktest.Bound(30 * time.Second)):
 				t.Fatalf("watch: no %s within 30s", what)
 			}
 		}

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	// Benchmarks run against a server configured as in production.
 	benchmarking := flag.Lookup("test.bench").Value.String() != ""
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(90*time.Second))
 	shared, sharedErr = zktest.Start(ctx, zktest.Options{Production: benchmarking})
 	cancel()
 	if benchmarking && sharedErr == nil {
@@ -34,6 +34,15 @@ func TestMain(m *testing.M) {
 		cancel()
 	}
 	code := m.Run()
+	if code == 0 && shared != nil && !benchmarking {
+		// A session no test closed. The wait covers the 10s default
+		// timeout of a session whose client could not close it (a killed
+		// contender, a cut link).
+		if err := zktest.NoSessions(shared.Addr(0), 15*time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, "zkrecipes tests:", err)
+			code = 1
+		}
+	}
 	if shared != nil {
 		shared.Close()
 	}

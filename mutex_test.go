@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // guard records who is inside a critical section and fails the test when
@@ -103,7 +104,7 @@ func TestMutexHolderSessionExpires(t *testing.T) {
 	}
 	select {
 	case <-ma.Lost():
-	case <-time.After(20 * time.Second):
+	case <-time.After(zktest.Bound(20 * time.Second)):
 		t.Fatal("a's Lost() not closed after its session expired")
 	}
 	<-a.Done()
@@ -255,7 +256,7 @@ func TestMutexPredecessorVanishesBeforeWatch(t *testing.T) {
 		select {
 		case err := <-done:
 			must(t, err, "round %d: waiter Lock", i)
-		case <-time.After(20 * time.Second):
+		case <-time.After(zktest.Bound(20 * time.Second)):
 			t.Fatalf("round %d: waiter hangs after its predecessor vanished before the watch", i)
 		}
 		must(t, m.Unlock(ctx), "round %d: waiter Unlock", i)
@@ -385,7 +386,7 @@ func TestMutexLostOnClose(t *testing.T) {
 	s.Close()
 	select {
 	case <-m.Lost():
-	case <-time.After(5 * time.Second):
+	case <-time.After(zktest.Bound(5 * time.Second)):
 		t.Fatal("Lost() not closed after Close")
 	}
 	if err := m.Unlock(ctx); !errors.Is(err, zkrecipes.ErrSessionClosed) {

@@ -104,7 +104,7 @@ func (c *curatorNode) crash(t *testing.T, addr string) {
 	must(t, c.cmd.Process.Kill(), "kill the contender")
 	<-c.done
 	c.cmd.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
 	must(t, zktest.ExpireSession(ctx, addr, c.session, c.passwd), "expire the contender's session")
 }

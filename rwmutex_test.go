@@ -17,6 +17,7 @@ import (
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
 	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestRWMutexReadersShare has 8 readers hold at once: each waits, holding,
@@ -43,7 +44,7 @@ func TestRWMutexReadersShare(t *testing.T) {
 			}
 			select {
 			case <-all:
-			case <-time.After(20 * time.Second):
+			case <-time.After(zktest.Bound(20 * time.Second)):
 				t.Errorf("reader %d: only %d of %d readers hold together", i, holding.Load(), readers)
 			}
 			check(t, m.RUnlock(ctx), "reader %d: RUnlock", i)

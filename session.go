@@ -135,6 +135,21 @@ func WithACL(acl []zkclient.ACL) SessionOption {
 // use a session timeout above syncLimit x tickTime plus the margin (with
 // ZooKeeper's sample configuration, 5 x 2 s = 10 s).
 //
+// The promise is made to a process that runs: Lost is closed by a timer
+// of the holder's own process. A holder whose process is frozen (SIGSTOP,
+// a suspended virtual machine, a starved machine) cannot be told anything
+// while it is frozen. If it is frozen at s + timeout/2, Lost closes only
+// once the process runs again, and its other goroutines may run first and
+// still see Lost open; if the freeze outlasted s + timeout, the server may
+// meanwhile have expired the session and granted the holding to another
+// client. Precisely: Lost is open at time t only if t < s + timeout/2,
+// or if the process was frozen at s + timeout/2 and its timer has not run
+// since it resumed. A check the acting goroutine makes itself, that
+// time.Since(s.Client().Confirmed()) is below the margin, has no such
+// window, but a freeze right after it has the same effect. Only a fencing
+// token (Mutex.Token) checked by the guarded resource protects against a
+// holder that is frozen while it holds.
+//
 // A holder whose Lost channel closed must assume it no longer holds, even
 // if the session turns out to have survived; it should release (Unlock,
 // Resign) and acquire again.

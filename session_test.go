@@ -104,7 +104,7 @@ func TestSessionUserStateCallback(t *testing.T) {
 	e.expire(s)
 	select {
 	case <-m.Lost():
-	case <-time.After(20 * time.Second):
+	case <-time.After(zktest.Bound(20 * time.Second)):
 		t.Fatal("Lost not closed after expiry with a user state callback")
 	}
 	// Lost closes from the Session's own callback, which runs before the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestSharedCountLayout: the node holds Curator's 4 bytes, big-endian; the
@@ -103,7 +104,7 @@ func TestSharedCountWatch(t *testing.T) {
 			if !ok || v != want {
 				t.Fatalf("watch got %+v (open %v), want %+v", v, ok, want)
 			}
-		case <-time.After(20 * time.Second):
+		case <-time.After(zktest.Bound(20 * time.Second)):
 			t.Fatalf("watch: nothing after 20s, want %+v", want)
 		}
 	}

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // nextState reads one state change, failing the test after a while.
 func nextState(t *testing.T, st *zkrecipes.SessionStates, want zkrecipes.SessionState) zkrecipes.SessionEvent {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(30*time.Second))
 	defer cancel()
 	ev, err := st.Next(ctx)
 	if err != nil {

@@ -409,12 +409,14 @@ func TestCancelledCallLateReply(t *testing.T) {
 	e := newEnv(t)
 	c, px := e.connectProxied()
 	c.Create(e.ctx, e.base+"/a", []byte("A"), zkclient.Persistent, all)
-	px.Delay(300 * time.Millisecond)
+	// The reply is delayed longer than the call may take to return.
+	delay := zktest.Bound(time.Second)
+	px.Delay(delay)
 	ctx, cancel := context.WithTimeout(e.ctx, 50*time.Millisecond)
 	t0 := time.Now()
 	_, _, err := c.Get(ctx, e.base+"/a")
 	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) > 250*time.Millisecond {
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) > delay-50*time.Millisecond {
 		t.Fatalf("cancelled get: %v after %v", err, time.Since(t0))
 	}
 	px.Pass()
@@ -504,7 +506,7 @@ func TestCloseOnDeadLink(t *testing.T) {
 	px.Blackhole()
 	t0 := time.Now()
 	err := c.Close()
-	if !errors.Is(err, zkclient.ErrCloseUnconfirmed) || time.Since(t0) > 2*time.Second {
+	if !errors.Is(err, zkclient.ErrCloseUnconfirmed) || time.Since(t0) > zktest.Bound(2*time.Second) {
 		t.Fatalf("close on a dead link: %v after %v", err, time.Since(t0))
 	}
 	if c.Close() != nil {
@@ -526,27 +528,40 @@ func TestTooLarge(t *testing.T) {
 }
 
 // Confirmed follows the send time of answered requests and pings: idle, it
-// stays within a third of the timeout plus a round trip; over a link that
-// delays each way by d, it lags at least 2d behind.
+// stays within a third of the timeout (the ping interval) plus a round trip;
+// over a link that delays each way by d, it lags at least 2d behind.
+//
+// The session timeout scales with the slack (zktest.Bound): a client that
+// stopped confirming while idle would be 2/3 of the timeout old when
+// checked, more than the third plus the slack allowed.
 func TestConfirmed(t *testing.T) {
 	e := newEnv(t)
-	c, px := e.connectProxied(zkclient.WithSessionTimeout(3 * time.Second))
-	time.Sleep(2 * c.Timeout() / 3)
-	if age := time.Since(c.Confirmed()); age > c.Timeout()/3+500*time.Millisecond {
-		t.Fatalf("idle: confirmed %v ago", age)
+	c, px := e.connectProxied(zkclient.WithSessionTimeout(zktest.Bound(3 * time.Second)))
+	slack := zktest.Bound(500 * time.Millisecond)
+	if c.Timeout()/3 < slack {
+		t.Fatalf("negotiated timeout %v: too short to tell a third of it from the slack %v", c.Timeout(), slack)
 	}
-	px.Delay(400 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
+	time.Sleep(2 * c.Timeout() / 3) // idle, on purpose: only pings confirm
+	if age := time.Since(c.Confirmed()); age > c.Timeout()/3+slack {
+		t.Fatalf("idle: confirmed %v ago, with pings every %v", age, c.Timeout()/3)
+	}
+	const delay = 400 * time.Millisecond
+	px.Delay(delay)
+	ctx, cancel := context.WithTimeout(e.ctx, zktest.Bound(5*time.Second))
 	defer cancel()
 	t0 := time.Now()
 	if _, _, err := c.Get(ctx, e.base); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Confirmed(); got.After(t0.Add(10 * time.Millisecond)) {
-		t.Fatalf("confirmed %v after the send, over a slow link", got.Sub(t0))
+	// Both bounds are lower bounds, which a paused process only widens:
+	// the confirmation is this Get's (or a later ping's) send time, not an
+	// older one, and not the time its answer came, 2*delay later.
+	got := c.Confirmed()
+	if got.Before(t0) {
+		t.Fatalf("confirmed %v before the Get was sent, over a slow link", t0.Sub(got))
 	}
-	if age := time.Since(c.Confirmed()); age < 700*time.Millisecond {
-		t.Fatalf("confirmed only %v ago over a link of 800ms round trip", age)
+	if age := time.Since(got); age < 2*delay-100*time.Millisecond {
+		t.Fatalf("confirmed only %v ago over a link of %v round trip", age, 2*delay)
 	}
 }
 

@@ -306,7 +306,7 @@ func confEvErr(err error) string {
 
 // conformanceBody is the sequence of operations, recorded into r.
 func conformanceBody(t *testing.T, r *confRec, addr, base string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(30*time.Second))
 	defer cancel()
 	connect := func(name string) *zkclient.Client {
 		c, err := zkclient.Connect(ctx, []string{addr}, zkclient.WithSessionTimeout(4*time.Second))

@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -28,15 +27,23 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
 		os.Exit(m.Run()) // a fuzzing worker runs only the fuzz target: no server
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(90*time.Second))
 	shared, sharedErr = zktest.Start(ctx, zktest.Options{})
 	cancel()
 	code := m.Run()
+	if code == 0 && shared != nil {
+		// A session not closed by its test: the timeout covers the
+		// 4s (scaled) sessions of a client whose link was cut.
+		if err := zktest.NoSessions(shared.Addr(0), 10*time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, "zkclient tests:", err)
+			code = 1
+		}
+	}
 	if shared != nil {
 		shared.Close()
 	}
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := zktest.FindLeaks(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}
@@ -45,6 +52,12 @@ func TestMain(m *testing.M) {
 }
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+
+// testBase returns a path for one run of the test: its name and the time,
+// so that a second run in the same process (-count=2) starts afresh.
+func testBase(t *testing.T) string {
+	return fmt.Sprintf("/zkclient/%s-%s", unsafeChars.ReplaceAllString(t.Name(), "_"), strconv.FormatInt(time.Now().UnixNano(), 36))
+}
 
 // env is one test's server, base path and context.
 type env struct {
@@ -56,18 +69,15 @@ type env struct {
 
 // checkLeaks fails the test if goroutines it started are left once the
 // cleanups registered after checkLeaks have run.
-func checkLeaks(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-}
+func checkLeaks(t *testing.T) { zktest.CheckLeaks(t) }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	zktest.SkipOrFail(t, sharedErr)
 	checkLeaks(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(60*time.Second))
 	t.Cleanup(cancel)
-	e := &env{t: t, addr: shared.Addr(0), base: "/zkclient/" + unsafeChars.ReplaceAllString(t.Name(), "_"), ctx: ctx}
+	e := &env{t: t, addr: shared.Addr(0), base: testBase(t), ctx: ctx}
 	admin := e.connect()
 	mkdirs(t, admin, e.base)
 	t.Cleanup(func() {
@@ -86,9 +96,9 @@ func (e *env) connect(opts ...zkclient.Option) *zkclient.Client {
 
 func (e *env) connectTo(addr string, opts ...zkclient.Option) *zkclient.Client {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(e.ctx, zktest.Bound(20*time.Second))
 	defer cancel()
-	c, err := zkclient.Connect(ctx, []string{addr}, append([]zkclient.Option{zkclient.WithSessionTimeout(4 * time.Second)}, opts...)...)
+	c, err := zkclient.Connect(ctx, []string{addr}, append([]zkclient.Option{zkclient.WithSessionTimeout(zktest.Bound(4 * time.Second))}, opts...)...)
 	if err != nil {
 		e.t.Fatalf("connect %s: %v", addr, err)
 	}
@@ -137,10 +147,10 @@ func deleteTree(t *testing.T, c *zkclient.Client, p string) {
 	c.Delete(ctx, p, -1)
 }
 
-// waitState reads s until a change to want, for up to 15s.
+// waitState reads s until a change to want, for up to zktest.Bound(15s).
 func waitState(t *testing.T, s *zkclient.StateStream, want zkclient.State) zkclient.StateEvent {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(15*time.Second))
 	defer cancel()
 	for {
 		ev, err := s.Next(ctx)
@@ -153,13 +163,15 @@ func waitState(t *testing.T, s *zkclient.StateStream, want zkclient.State) zkcli
 	}
 }
 
-// recv waits for a one-shot watch's event.
+// recv waits for a one-shot watch's event for up to zktest.Bound(d). A
+// test that requires no event waits the same (scaled) time, which only
+// makes its check stricter.
 func recv(t *testing.T, w *zkclient.Watch, d time.Duration) (zkclient.Event, bool) {
 	t.Helper()
 	select {
 	case ev := <-w.Event():
 		return ev, true
-	case <-time.After(d):
+	case <-time.After(zktest.Bound(d)):
 		return zkclient.Event{}, false
 	}
 }

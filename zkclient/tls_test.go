@@ -18,7 +18,7 @@ import (
 func TestTLS(t *testing.T) {
 	zktest.SkipOrFail(t, sharedErr)
 	cluster := zktest.StartT(t, zktest.Options{TLS: true})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(time.Minute))
 	defer cancel()
 	c, err := zkclient.Connect(ctx, cluster.SecureAddrs(), zkclient.WithTLS(cluster.ClientTLS()))
 	if err != nil {
@@ -47,7 +47,7 @@ func TestTLS(t *testing.T) {
 
 	noCert := cluster.ClientTLS()
 	noCert.Certificates = nil
-	sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+	sctx, scancel := context.WithTimeout(ctx, zktest.Bound(2*time.Second))
 	defer scancel()
 	if c, err := zkclient.Connect(sctx, cluster.SecureAddrs(), zkclient.WithTLS(noCert)); !errors.Is(err, zkclient.ErrNoServer) {
 		if c != nil {
@@ -56,7 +56,7 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("connect without a client certificate: %v", err)
 	}
 	// The plain protocol on the secure port gets nowhere either.
-	sctx2, scancel2 := context.WithTimeout(ctx, 2*time.Second)
+	sctx2, scancel2 := context.WithTimeout(ctx, zktest.Bound(2*time.Second))
 	defer scancel2()
 	if c, err := zkclient.Connect(sctx2, cluster.SecureAddrs()); err == nil {
 		c.Close()

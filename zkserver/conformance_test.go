@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
-	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 	"github.com/zkrecipes/zkrecipes/zkserver"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -386,36 +385,9 @@ func sorted(v []string) []string {
 // leaves room for the 4 s sessions the cases open.
 func waitNoSessions(t *testing.T, addr string) {
 	t.Helper()
-	zktest.Eventually(t, 20*time.Second, "the case's sessions end on "+addr, func() error {
-		ids, err := sessions(context.Background(), addr)
-		if err != nil {
-			return err
-		}
-		if len(ids) > 0 {
-			return fmt.Errorf("sessions left: %v", ids)
-		}
-		return nil
-	})
-}
-
-// sessions returns the ids of the sessions the server at addr lists in
-// its answer to dump, in hex as it writes them.
-func sessions(ctx context.Context, addr string) ([]string, error) {
-	out, err := zkadmin.FourLetter(ctx, addr, "dump")
-	if err != nil {
-		return nil, err
+	if err := zktest.NoSessions(addr, 20*time.Second); err != nil {
+		t.Fatalf("the case's sessions do not end: %v", err)
 	}
-	tracker, _, ok := strings.Cut(out, "ephemeral nodes dump:")
-	if !ok || !strings.HasPrefix(tracker, "SessionTracker dump:") {
-		return nil, fmt.Errorf("dump of %s: no session list in %q", addr, out)
-	}
-	var ids []string
-	for _, l := range strings.Split(tracker, "\n") {
-		if id, ok := strings.CutPrefix(l, "\t"); ok {
-			ids = append(ids, id)
-		}
-	}
-	return ids, nil
 }
 
 // removeTree deletes path and the nodes under it on the server at addr,

@@ -39,7 +39,7 @@ type Cluster struct {
 // clients: srvr reports "Mode: standalone" for a standalone server and
 // "Mode: leader" or "Mode: follower" for every ensemble member. Ensemble
 // members start concurrently. If ctx has no deadline, Start gives up after
-// 90 seconds.
+// Bound(90s).
 //
 // On failure, Start kills every process it started, removes its
 // directories, and returns an error that quotes the end of the failing
@@ -312,13 +312,16 @@ func (c *Cluster) Kill(i int) error {
 // Pause stalls member i with SIGSTOP, as a long garbage collection or a
 // frozen machine would: its connections stay open and silent, it neither
 // answers clients nor takes part in the ensemble, until Resume. Pausing a
-// member that is not running does nothing. (With ZKTEST_SERVER=zkserver
-// the embedded server cannot be paused: Pause returns an error.)
+// member that is not running does nothing. The pause holds until Resume,
+// Stop or Kill even if something else sends the member SIGCONT (a stall
+// injector freezing and thawing the test's process tree): it is stopped
+// again within milliseconds. (With ZKTEST_SERVER=zkserver the embedded
+// server cannot be paused: Pause returns an error.)
 func (c *Cluster) Pause(i int) error {
 	if c.member(i) == nil {
 		return errors.New("zktest: the embedded server cannot be paused")
 	}
-	return c.member(i).signal(syscall.SIGSTOP)
+	return c.member(i).pause()
 }
 
 // Resume lets member i go on after Pause (SIGCONT).
@@ -326,14 +329,14 @@ func (c *Cluster) Resume(i int) error {
 	if c.member(i) == nil {
 		return errors.New("zktest: the embedded server cannot be paused")
 	}
-	return c.member(i).signal(syscall.SIGCONT)
+	return c.member(i).resume()
 }
 
 // Restart starts the stopped or killed member i again with the same
 // configuration, ports and data directory, and waits until it serves: a
 // standalone server in mode standalone, an ensemble member as leader or
 // follower (which needs a quorum of running members). If ctx has no
-// deadline, Restart gives up after 90 seconds. On failure the member is
+// deadline, Restart gives up after Bound(90s). On failure the member is
 // killed again and the error quotes the end of its log.
 func (c *Cluster) Restart(ctx context.Context, i int) error {
 	m := c.member(i)
@@ -405,8 +408,8 @@ func (c *Cluster) Close() error {
 }
 
 // defaultStartTimeout bounds Start and Restart when their context has no
-// deadline.
-const defaultStartTimeout = 90 * time.Second
+// deadline: 90 seconds, scaled (see Bound).
+func defaultStartTimeout() time.Duration { return Bound(90 * time.Second) }
 
 // withDefaultTimeout bounds ctx by defaultStartTimeout unless it has a
 // deadline already.
@@ -414,5 +417,5 @@ func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFun
 	if _, ok := ctx.Deadline(); ok {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(ctx, defaultStartTimeout)
+	return context.WithTimeout(ctx, defaultStartTimeout())
 }

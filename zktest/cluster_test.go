@@ -3,6 +3,7 @@ package zktest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -119,22 +120,28 @@ func TestEnsembleSurvivesKill(t *testing.T) {
 		t.Fatal("leader Running after Kill")
 	}
 	// The two others elect a new leader and serve on.
-	waitFor(t, 30*time.Second, func() bool {
+	Eventually(t, 30*time.Second, "one new leader among the other two", func() error {
 		leaders := 0
 		for i := range 3 {
 			if i == leader {
 				continue
 			}
 			mode, err := c.Mode(ctx, i)
-			if err != nil || mode != "leader" && mode != "follower" {
-				return false
+			if err != nil {
+				return fmt.Errorf("member %d: %w", i, err)
+			}
+			if mode != "leader" && mode != "follower" {
+				return fmt.Errorf("member %d is %q", i, mode)
 			}
 			if mode == "leader" {
 				leaders++
 			}
 		}
-		return leaders == 1
-	}, "a new leader")
+		if leaders != 1 {
+			return fmt.Errorf("%d leaders", leaders)
+		}
+		return nil
+	})
 	waitConnected(t, conn, 20*time.Second)
 	if !exists(t, conn, "/ensemble") {
 		t.Fatal("node lost after the leader was killed")

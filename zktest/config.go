@@ -157,11 +157,24 @@ func config(opts Options, m *member, peers []*member, t *tlsMaterial) string {
 		saslConfigLines(line, opts)
 	}
 	if len(peers) > 1 {
-		line("initLimit=10")
-		line("syncLimit=5")
+		// initLimit, how long a follower may take to sync with the
+		// leader at start, is an upper bound and scales (three JVMs may
+		// share two busy cores). syncLimit does not: see SyncLimit.
+		line("initLimit=%d", max(int64(Bound(5*time.Second)/time.Millisecond)/tick, 2))
+		line("syncLimit=%d", max(SyncLimit.Milliseconds()/tick, 1))
 		for _, p := range peers {
 			line("server.%d=127.0.0.1:%d:%d", p.id, p.peerPort, p.electionPort)
 		}
 	}
 	return b.String()
 }
+
+// SyncLimit is an ensemble's syncLimit x tickTime: how long a follower may
+// go without hearing from its leader before it gives up on it, and so how
+// long a follower cut off from its leader goes on answering its clients.
+// It is not scaled with [Scale]: tests of strict mode rely on it staying
+// below a session timeout minus the strict margin (3 s - 1.5 s), and a
+// checker that allows for it (nemesis's expiry slack) takes this value.
+// It is twice ZooKeeper's common 5 ticks of 100 ms, so a member paused
+// for a few hundred milliseconds on a loaded machine is not dropped.
+const SyncLimit = time.Second

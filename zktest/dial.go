@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// defaultIOTimeout bounds network exchanges whose context has no deadline.
-const defaultIOTimeout = 10 * time.Second
+// defaultIOTimeout bounds network exchanges whose context has no deadline
+// (scaled, see Bound).
+func defaultIOTimeout() time.Duration { return Bound(10 * time.Second) }
 
 // dial connects to addr and bounds the connection's life by ctx, or by
 // defaultIOTimeout if ctx has no deadline. The returned function closes the
@@ -15,7 +16,7 @@ const defaultIOTimeout = 10 * time.Second
 func dial(ctx context.Context, addr string) (net.Conn, func(), error) {
 	cancel := context.CancelFunc(func() {})
 	if _, ok := ctx.Deadline(); !ok {
-		ctx, cancel = context.WithTimeout(ctx, defaultIOTimeout)
+		ctx, cancel = context.WithTimeout(ctx, defaultIOTimeout())
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)

@@ -31,6 +31,9 @@
 // Tests wait for what they can observe, never for a guessed time: [Bound]
 // stretches an upper time bound by [Scale] ($ZKTEST_SCALE, doubled under
 // the race detector) and [Eventually] polls a condition until that bound.
+// [NoSessions] tells at the end of a package that its tests left no
+// session on a shared server, and [CheckLeaks] that a test left no
+// goroutine.
 //
 // With the environment variable ZKTEST_SERVER=zkserver, Start runs a
 // standalone server in process with the embedded zkserver instead of a JVM

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"io"
+	"syscall"
+
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 // ErrNoSession reports that the server does not know the session: it has
@@ -21,9 +23,32 @@ var ErrNoSession = errors.New("zktest: no such session")
 // that its session expired, just as after a real expiry. If the session
 // did not exist anymore, the error wraps ErrNoSession.
 //
-// The exchange is abandoned when ctx is done, or after 10 seconds if ctx
-// has no deadline.
+// The session's own client, disconnected by the takeover, may reconnect
+// and take the session back before the close is answered; the server then
+// drops the takeover's connection. ExpireSession tries again, up to five
+// times, and a session that is gone on a later try counts as ended.
+//
+// Each try is abandoned when ctx is done, or after Bound(10s) if ctx has
+// no deadline.
 func ExpireSession(ctx context.Context, addr string, sessionID int64, passwd []byte) error {
+	var err error
+	for try := range 5 {
+		err = expireOnce(ctx, addr, sessionID, passwd)
+		switch {
+		case try > 0 && errors.Is(err, ErrNoSession):
+			return nil
+		case !errors.Is(err, errCloseUnanswered) || ctx.Err() != nil:
+			return err
+		}
+	}
+	return err
+}
+
+// errCloseUnanswered marks a close request whose connection ended before
+// the answer.
+var errCloseUnanswered = errors.New("connection ended before the close was answered")
+
+func expireOnce(ctx context.Context, addr string, sessionID int64, passwd []byte) error {
 	conn, done, err := dial(ctx, addr)
 	if err != nil {
 		return fmt.Errorf("zktest: expire session 0x%x: %w", sessionID, err)
@@ -46,6 +71,9 @@ func ExpireSession(ctx context.Context, addr string, sessionID int64, passwd []b
 		return fmt.Errorf("zktest: expire session 0x%x: %w", sessionID, err)
 	}
 	if _, err := readReply(conn, 1); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+			err = fmt.Errorf("%w: %w", errCloseUnanswered, err)
+		}
 		return fmt.Errorf("zktest: expire session 0x%x: close: %w", sessionID, err)
 	}
 	return nil

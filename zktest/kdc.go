@@ -169,7 +169,7 @@ func StartKDC(ctx context.Context) (k *KDC, err error) {
 // SkipOrFail).
 func StartKDCT(tb testing.TB) *KDC {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(tb.Context(), time.Minute)
+	ctx, cancel := context.WithTimeout(tb.Context(), Bound(time.Minute))
 	defer cancel()
 	k, err := StartKDC(ctx)
 	SkipOrFail(tb, err)

@@ -3,14 +3,13 @@ package zktest
 import (
 	"context"
 	"fmt"
-	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"net"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"github.com/zkrecipes/zkrecipes/zkclient"
-	"go.uber.org/goleak"
 )
 
 // shared is a standalone server for the tests that need any server; it is
@@ -21,7 +20,7 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), Bound(time.Minute))
 	shared.c, shared.err = Start(ctx, Options{})
 	cancel()
 	code := m.Run()
@@ -32,7 +31,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := FindLeaks(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}
@@ -50,13 +49,10 @@ func sharedAddr(t *testing.T) string {
 
 // checkLeaks fails the test if it leaves goroutines behind once its
 // cleanups have run.
-func checkLeaks(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-}
+func checkLeaks(t *testing.T) { CheckLeaks(t) }
 
 func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), Bound(30*time.Second))
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -65,7 +61,7 @@ func testContext(t *testing.T) context.Context {
 // session is closed, and its goroutines are gone, when the test ends.
 func connectZK(t *testing.T, addrs ...string) *zkclient.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), Bound(10*time.Second))
 	defer cancel()
 	conn, err := zkclient.Connect(ctx, addrs, zkclient.WithSessionTimeout(10*time.Second))
 	if err != nil {
@@ -75,25 +71,14 @@ func connectZK(t *testing.T, addrs ...string) *zkclient.Client {
 	return conn
 }
 
-// waitConnected waits until conn has a live connection on its session.
+// waitConnected waits until conn has a live connection on its session,
+// for up to Bound(timeout).
 func waitConnected(t *testing.T, conn *zkclient.Client, timeout time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	ctx, cancel := context.WithTimeout(t.Context(), Bound(timeout))
 	defer cancel()
 	if err := conn.WaitConnected(ctx); err != nil {
-		t.Fatalf("no connection after %v: %v", timeout, err)
-	}
-}
-
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, cond func() bool, format string, args ...any) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for "+format, append([]any{timeout}, args...)...)
-		}
-		time.Sleep(20 * time.Millisecond)
+		t.Fatalf("no connection after %v: %v", Bound(timeout), err)
 	}
 }
 

@@ -40,6 +40,10 @@ type member struct {
 	pid  int
 	done chan struct{} // closed when the process has exited; nil before the first start
 	exit error         // the process's wait error, set before done is closed
+
+	// hold keeps a paused member stopped: closed to end the holding
+	// goroutine, which closes held when it returns; nil when not paused.
+	hold, held chan struct{}
 }
 
 func (m *member) addr() string {
@@ -150,6 +154,7 @@ func (m *member) runningLocked() bool {
 // to exit; if it has not exited after grace (when grace > 0), it is killed.
 // Stopping a member that is not running does nothing.
 func (m *member) stop(sig syscall.Signal, grace time.Duration) error {
+	m.unhold()
 	m.mu.Lock()
 	pid, done, running := m.pid, m.done, m.runningLocked()
 	m.mu.Unlock()
@@ -237,4 +242,56 @@ func (m *member) signal(sig syscall.Signal) error {
 		return fmt.Errorf("zktest: signal member %d: %w", m.id, err)
 	}
 	return nil
+}
+
+// pause stops the member with SIGSTOP and keeps it stopped until resume or
+// stop: every few milliseconds it is stopped again, so that a SIGCONT from
+// outside the test (a stall injector that freezes and thaws the whole
+// process tree) does not end the pause behind the test's back. Such a
+// thaw lets the member run for those few milliseconds at most.
+func (m *member) pause() error {
+	if err := m.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold != nil || !m.runningLocked() {
+		return nil
+	}
+	hold, held, pid, done := make(chan struct{}), make(chan struct{}), m.pid, m.done
+	m.hold, m.held = hold, held
+	go func() {
+		defer close(held)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-hold:
+				return
+			case <-done:
+				return
+			case <-t.C:
+				signalGroup(pid, syscall.SIGSTOP)
+			}
+		}
+	}()
+	return nil
+}
+
+// resume ends a pause: the holding goroutine is gone before the SIGCONT.
+func (m *member) resume() error {
+	m.unhold()
+	return m.signal(syscall.SIGCONT)
+}
+
+// unhold ends the goroutine that keeps a paused member stopped, if any.
+func (m *member) unhold() {
+	m.mu.Lock()
+	hold, held := m.hold, m.held
+	m.hold, m.held = nil, nil
+	m.mu.Unlock()
+	if hold != nil {
+		close(hold)
+		<-held
+	}
 }

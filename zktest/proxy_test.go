@@ -2,6 +2,7 @@ package zktest
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func result(t *testing.T, c <-chan error) error {
 	select {
 	case err := <-c:
 		return err
-	case <-time.After(10 * time.Second):
+	case <-time.After(Bound(10 * time.Second)):
 		t.Fatal("request did not complete")
 		return nil
 	}
@@ -119,11 +120,12 @@ func TestProxyPauseReplies(t *testing.T) {
 		return err
 	})
 	// The request goes through: the node appears while its answer is held.
-	for deadline := time.Now().Add(10 * time.Second); !exists(t, direct, path); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("request did not reach the server with replies paused")
+	Eventually(t, 10*time.Second, "the request to reach the server with replies paused", func() error {
+		if !exists(t, direct, path) {
+			return fmt.Errorf("no %s", path)
 		}
-	}
+		return nil
+	})
 	select {
 	case err := <-res:
 		t.Fatalf("request completed (%v) with its answer held", err)
@@ -240,11 +242,16 @@ func TestProxyCutOnRequest(t *testing.T) {
 			}
 			select {
 			case <-p.Tripped():
-			case <-time.After(5 * time.Second):
+			case <-time.After(Bound(5 * time.Second)):
 				t.Fatal("Tripped not closed")
 			}
 			if forward {
-				waitFor(t, 5*time.Second, func() bool { return exists(t, direct, path) }, "%s to be created", path)
+				Eventually(t, 5*time.Second, path+" to be created", func() error {
+					if !exists(t, direct, path) {
+						return errors.New("not there")
+					}
+					return nil
+				})
 			} else if exists(t, direct, path) {
 				t.Fatalf("dropped create of %s reached the server", path)
 			}

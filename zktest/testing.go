@@ -2,9 +2,13 @@ package zktest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 )
 
 // StartT starts ZooKeeper like Start and closes it when the test ends
@@ -16,7 +20,7 @@ import (
 func StartT(tb testing.TB, opts Options) *Cluster {
 	tb.Helper()
 	SkipOrFail(tb, Available())
-	ctx, cancel := context.WithTimeout(tb.Context(), defaultStartTimeout)
+	ctx, cancel := context.WithTimeout(tb.Context(), defaultStartTimeout())
 	defer cancel()
 	c, err := Start(ctx, opts)
 	// Available does not know opts: an ensemble or a TLS server needs Java
@@ -87,4 +91,25 @@ func (e *missingError) Unwrap() error { return e.err }
 func inCI() bool {
 	ci, _ := strconv.ParseBool(os.Getenv("CI"))
 	return ci
+}
+
+// NoSessions waits up to [Bound](d) for the server at addr to track no
+// session (its answer to "dump", see [zkadmin.Dump]), and returns an error
+// listing those left. At the end of a package whose tests share one server
+// (TestMain), it tells that every test closed its sessions; d covers the
+// timeout of a session whose client could not say goodbye (a dead link, a
+// killed process).
+func NoSessions(addr string, d time.Duration) error {
+	return Poll(Bound(d), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), Bound(5*time.Second))
+		defer cancel()
+		dump, err := zkadmin.Dump(ctx, addr)
+		if err != nil {
+			return err
+		}
+		if n := len(dump.Sessions); n > 0 {
+			return fmt.Errorf("%d sessions left on %s: %#x", n, addr, dump.Sessions)
+		}
+		return nil
+	})
 }

@@ -31,7 +31,7 @@ type Options struct {
 	// strict mode, where an expiry the holder has not yet heard of excuses
 	// an overlap (and is counted).
 	StrictClients  int
-	SessionTimeout time.Duration // [3s]: above syncLimit x tickTime (0.5s) plus the strict margin
+	SessionTimeout time.Duration // [3s]: above zktest.SyncLimit (1s) plus the strict margin
 	Permits        int           // the semaphore's [2]
 	ProgressBound  time.Duration // [zktest.Bound(30s)]
 	Faults         []FaultKind   // the enabled faults [AllFaults]
@@ -216,9 +216,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if runErr == nil {
 		runErr = r.scan(ctx)
 	}
-	// The slack is zktest's syncLimit x tickTime (5 x 100 ms): how long a
-	// follower cut off from its leader may go on answering.
-	cfg := Config{Permits: map[string]int{ResSemaphore: o.Permits}, ProgressBound: o.ProgressBound, ExpirySlack: 500 * time.Millisecond}
+	// The slack is zktest's syncLimit x tickTime: how long a follower cut
+	// off from its leader may go on answering.
+	cfg := Config{Permits: map[string]int{ResSemaphore: o.Permits}, ProgressBound: o.ProgressBound, ExpirySlack: zktest.SyncLimit}
 	res := &Result{Seed: o.Seed, Plan: plan, Events: r.h.Events(), Config: cfg, Wall: time.Since(start)}
 	res.Report = Check(res.Events, cfg)
 	res.Summary = Summary(o.Seed, len(plan), res.Wall, res.Report)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -266,6 +267,66 @@ func Wchc(ctx context.Context, addr string, opts ...Option) (map[int64][]string,
 		return nil, fmt.Errorf("zkadmin: wchc: %w", err)
 	}
 	return m, nil
+}
+
+// SessionDump is a server's answer to "dump": the sessions it tracks and
+// the ephemeral nodes they own.
+type SessionDump struct {
+	// Sessions are the ids the session tracker lists, in ascending
+	// order: each session until it ends or expires, connected or not.
+	Sessions []int64
+	// Ephemerals are the paths of the ephemeral nodes of each session
+	// that owns any.
+	Ephemerals map[int64][]string
+}
+
+// Dump sends "dump" and parses its session tracker and ephemeral nodes
+// (the connections it lists are those [Cons] returns). Every member of an
+// ensemble lists every session, the followers in a form of their own
+// ("Global Sessions"), which Dump reads as well.
+func Dump(ctx context.Context, addr string, opts ...Option) (SessionDump, error) {
+	out, err := ask(ctx, addr, "dump", opts)
+	if err != nil {
+		return SessionDump{}, err
+	}
+	return parseDump(out)
+}
+
+func parseDump(out string) (SessionDump, error) {
+	tracker, rest, ok := strings.Cut(out, "ephemeral nodes dump:\n")
+	tracker, ok2 := strings.CutPrefix(tracker, "SessionTracker dump:\n")
+	if !ok || !ok2 {
+		return SessionDump{}, fmt.Errorf("zkadmin: dump: unexpected answer %q", out)
+	}
+	ephemerals, _, _ := strings.Cut(rest, "Connections dump:\n")
+	d := SessionDump{Ephemerals: map[int64][]string{}}
+	// An expiry queue ("Session Sets", then a tab-indented id per line)
+	// or a follower's list ("0x...\t10000ms"): ids begin the lines that
+	// begin with 0x once trimmed; headers do not.
+	for line := range strings.Lines(tracker) {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "0x") {
+			continue
+		}
+		id, err := strconv.ParseUint(f[0], 0, 64)
+		if err != nil {
+			return SessionDump{}, fmt.Errorf("zkadmin: dump: session %q: %w", line, err)
+		}
+		d.Sessions = append(d.Sessions, int64(id))
+	}
+	slices.Sort(d.Sessions)
+	// "Sessions with Ephemerals (N):", then blocks of "0x...:" and the
+	// session's tab-indented paths.
+	_, ephemerals, _ = strings.Cut(ephemerals, "\n")
+	err := blocks(ephemerals, func(head, item string) error {
+		id, err := strconv.ParseUint(strings.TrimSuffix(head, ":"), 0, 64)
+		d.Ephemerals[int64(id)] = append(d.Ephemerals[int64(id)], item)
+		return err
+	}, func(string) {})
+	if err != nil {
+		return SessionDump{}, fmt.Errorf("zkadmin: dump: ephemeral nodes: %w", err)
+	}
+	return d, nil
 }
 
 // blocks walks an answer made of unindented heads, each followed by its

@@ -1,7 +1,7 @@
 // Package zkadmin asks a ZooKeeper server about itself, as an operator
 // does: the four-letter words sent on the client port ([FourLetter], and
-// parsed by [Ruok], [Srvr], [Mntr], [Cons], [Conf], [Envi], [Wchs], [Wchp]
-// and [Wchc]) and the commands of the AdminServer, ZooKeeper's HTTP
+// parsed by [Ruok], [Srvr], [Mntr], [Cons], [Conf], [Envi], [Wchs], [Wchp],
+// [Wchc] and [Dump]) and the commands of the AdminServer, ZooKeeper's HTTP
 // interface ([Command]).
 //
 // A server answers only the four-letter words its 4lw.commands.whitelist

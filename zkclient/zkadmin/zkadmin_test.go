@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -62,6 +63,10 @@ func testWords(t *testing.T, addr string) {
 		t.Errorf("Srvr = %+v", st)
 	}
 
+	if d, err := zkadmin.Dump(ctx, addr); err != nil || len(d.Sessions) != 0 || len(d.Ephemerals) != 0 {
+		t.Errorf("Dump of a fresh server = %+v, %v; want no sessions", d, err)
+	}
+
 	c, err := zkclient.Connect(ctx, []string{addr})
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +92,10 @@ func testWords(t *testing.T, addr string) {
 	}
 	if w, err := zkadmin.Wchc(ctx, addr); err != nil || !slices.Equal(w[sid], []string{p}) || len(w) != 1 {
 		t.Errorf("Wchc = %v, %v; want 0x%x watching %s", w, err, sid, p)
+	}
+	if d, err := zkadmin.Dump(ctx, addr); err != nil || !slices.Equal(d.Sessions, []int64{sid}) ||
+		!maps.EqualFunc(d.Ephemerals, map[int64][]string{sid: {p}}, slices.Equal) {
+		t.Errorf("Dump = %+v, %v; want session 0x%x owning %s", d, err, sid, p)
 	}
 	conns, err := zkadmin.Cons(ctx, addr)
 	if err != nil {
@@ -117,6 +126,14 @@ func testWords(t *testing.T, addr string) {
 	}
 	if _, err := zkadmin.FourLetter(ctx, addr, "status"); err == nil {
 		t.Error("a six-letter word is sent")
+	}
+
+	// A closed session leaves the session tracker at once.
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zktest.NoSessions(addr, 5*time.Second); err != nil {
+		t.Errorf("after Close: %v", err)
 	}
 }
 
@@ -158,26 +175,53 @@ func TestRefusals(t *testing.T) {
 		"mntr is not executed because it is not in the whitelist.\n":  zkadmin.ErrNotAllowed,
 		"This ZooKeeper instance is not currently serving requests\n": zkadmin.ErrNotServing,
 	} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer conn.Close()
-			io.ReadFull(conn, make([]byte, 4))
-			io.WriteString(conn, answer)
-		}()
-		_, err = zkadmin.Mntr(ctxFor(t), ln.Addr().String())
-		ln.Close()
-		<-done
+		_, err := zkadmin.Mntr(ctxFor(t), standIn(t, answer))
 		if !errors.Is(err, want) {
 			t.Errorf("answer %q: err = %v, want %v", answer, err, want)
 		}
 	}
+}
+
+// TestDumpOfAFollower: a follower of ZooKeeper 3.8 lists the ensemble's
+// sessions in a form of its own, here as one answered (the leader's is
+// a standalone server's, which TestWords checks).
+func TestDumpOfAFollower(t *testing.T) {
+	const answer = "SessionTracker dump:\nGlobal Sessions(2):\n" +
+		"0x1000044bd560000\t10000ms\n0x2000044bd690000\t10000ms\n" +
+		"ephemeral nodes dump:\nSessions with Ephemerals (1):\n0x2000044bd690000:\n\t/a\n\t/b\n" +
+		"Connections dump:\nConnections Sets (1)/(2):\n2 expire at Wed Dec 02 07:11:29 UTC 2026:\n" +
+		"\tip: /127.0.0.1:46044 sessionId: 0x1000044bd560000\n\tip: /127.0.0.1:46072 sessionId: 0x0\n\n"
+	d, err := zkadmin.Dump(ctxFor(t), standIn(t, answer))
+	want := zkadmin.SessionDump{
+		Sessions:   []int64{0x1000044bd560000, 0x2000044bd690000},
+		Ephemerals: map[int64][]string{0x2000044bd690000: {"/a", "/b"}},
+	}
+	if err != nil || !slices.Equal(d.Sessions, want.Sessions) || !maps.EqualFunc(d.Ephemerals, want.Ephemerals, slices.Equal) {
+		t.Errorf("Dump = %+v, %v; want %+v", d, err, want)
+	}
+}
+
+// standIn answers one four-letter word with answer, on an address of its
+// own that is closed when the test ends.
+func standIn(t *testing.T, answer string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		io.ReadFull(conn, make([]byte, 4))
+		io.WriteString(conn, answer)
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	return ln.Addr().String()
 }
