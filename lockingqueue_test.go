@@ -279,3 +279,46 @@ func TestLockingQueueOfferLate(t *testing.T) {
 		must(t, it.Consume(ctx), "Consume")
 	})
 }
+
+// TestLockingQueueTakeAnswerLost: a Take whose context ends while the
+// answer to its lock's create is late, and whose connection then drops
+// with that answer, does not know whether it locked the item: the lock it
+// may have made is deleted in the background while the session lives, so
+// the item goes to another consumer (found by the fault suite: seeds 3,
+// 2704667788654528 and 5413012982913397 under a stall injector).
+func TestLockingQueueTakeAnswerLost(t *testing.T) {
+	e := newEnv(t)
+	path := e.path + "/q"
+	e.mkdirs(path + "/entries")
+	e.mkdirs(path + "/taken")
+	ctx := ctxTimeout(t, 30*time.Second)
+	must(t, zkrecipes.NewLockingQueue(e.session(), path).Offer(ctx, []byte("x")), "Offer")
+	p := e.proxy()
+	t.Cleanup(p.Pass)
+	consumer := e.sessionOn([]string{p.Addr()})
+	q := zkrecipes.NewLockingQueue(consumer, path)
+
+	fired := p.PauseRepliesOnRequest(1) // the lock's create
+	tctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := async(func() error {
+		_, err := q.Take(tctx)
+		return err
+	})
+	closed(t, fired, "the lock's create sent")
+	e.waitFor("the consumer's lock on the server", func() bool { return len(e.children(path+"/taken")) == 1 })
+	blocked(t, done, "Take with its create's answer held")
+	cancel()
+	p.Cut() // the answer, lost with the connection
+	p.Pass()
+	if err := result(t, done, "Take"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Take cancelled, its answer lost = %v, want the context's error", err)
+	}
+	e.waitFor("the lost Take's lock deleted", func() bool { return len(e.children(path+"/taken")) == 0 })
+	if err := consumer.Err(); err != nil {
+		t.Fatalf("the consumer's session ended (%v): the lock went with it, not with the clean-up", err)
+	}
+	it, err := zkrecipes.NewLockingQueue(e.session(), path).Take(ctx)
+	must(t, err, "another consumer's Take")
+	must(t, it.Consume(ctx), "another consumer's Consume")
+}

@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -322,7 +323,10 @@ func (s *Session) startCreate(p string, data []byte, mode zkclient.CreateMode) *
 // createWait waits for a create started by startCreate; if ctx ends first,
 // it waits on (bounded by the session timeout) and deletes the node if it
 // was made; an answer that comes later still has its node deleted, in the
-// background, while the session lives.
+// background, while the session lives. An answer lost with the connection
+// after ctx ended is reported as both ctx's error and ErrConnectionLoss:
+// the node may have been made, and only the caller knows how to find it
+// (its name, or its protected prefix) and whether it is its own.
 func (s *Session) createWait(ctx context.Context, call *zkclient.Call[zkclient.Created]) (zkclient.Created, error) {
 	r, err := call.Wait(ctx)
 	if err == nil || ctx.Err() == nil {
@@ -336,6 +340,8 @@ func (s *Session) createWait(ctx context.Context, call *zkclient.Call[zkclient.C
 		if s.remove(cctx, r.Path) != nil {
 			s.removeLater(func(ctx context.Context) error { return s.remove(ctx, r.Path) })
 		}
+	case errors.Is(err, ErrConnectionLoss):
+		return zkclient.Created{}, fmt.Errorf("%w (and the create's answer was lost: %w)", ctx.Err(), err)
 	case cctx.Err() != nil:
 		// No answer within the session timeout: the node may still be
 		// made, and must not stay while the session lives.

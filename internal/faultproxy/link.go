@@ -120,6 +120,13 @@ func (l *link) push(pp *pipe, data []byte, isRequest bool, op int32) {
 	if isRequest && p.trap != nil && p.trap.opcode == op {
 		c.trap, p.trap = p.trap, nil
 	}
+	if isRequest && p.pauseOn != nil && p.pauseOn.opcode == op {
+		// The request is queued before its reply can come: the reply
+		// finds the mode switched.
+		p.setModeLocked(modePauseReplies, 0)
+		close(p.pauseOn.fired)
+		p.pauseOn = nil
+	}
 	if p.mode == modeBlackhole && c.trap == nil {
 		return
 	}

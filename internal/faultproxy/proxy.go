@@ -49,6 +49,7 @@ type Proxy struct {
 	refuse  bool
 	trap    *trap         // armed trap, or nil
 	tripped chan struct{} // of the latest trap
+	pauseOn *pauseTrap    // armed by PauseRepliesOnRequest, or nil
 	links   map[*link]bool
 	closed  bool
 }
@@ -58,6 +59,12 @@ type trap struct {
 	opcode  int32
 	forward bool
 	fired   chan struct{}
+}
+
+// pauseTrap is armed by PauseRepliesOnRequest.
+type pauseTrap struct {
+	opcode int32
+	fired  chan struct{}
 }
 
 // New starts a proxy listening on 127.0.0.1 on a free port that
@@ -129,6 +136,10 @@ func (p *Proxy) Blackhole() { p.setMode(modeBlackhole, 0) }
 func (p *Proxy) setMode(m mode, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.setModeLocked(m, d)
+}
+
+func (p *Proxy) setModeLocked(m mode, d time.Duration) {
 	p.mode, p.delay = m, d
 	for l := range p.links {
 		l.up.notify()
@@ -169,6 +180,20 @@ func (p *Proxy) CutOnRequest(opcode int32, forward bool) {
 	defer p.mu.Unlock()
 	p.trap = &trap{opcode: opcode, forward: forward, fired: make(chan struct{})}
 	p.tripped = p.trap.fired
+}
+
+// PauseRepliesOnRequest arms a one-shot trap on the next client-to-server
+// request (on any connection) whose operation code is opcode: the request
+// is forwarded, and from then on the proxy is in PauseReplies mode, so its
+// reply and everything else the server sends is held until Pass (or
+// another mode) or Cut. Replies to earlier requests that have not reached
+// the client yet are held too. It returns a channel that is closed when
+// the trap fires. A new call replaces a trap that has not fired yet.
+func (p *Proxy) PauseRepliesOnRequest(opcode int32) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pauseOn = &pauseTrap{opcode: opcode, fired: make(chan struct{})}
+	return p.pauseOn.fired
 }
 
 // Tripped returns a channel that is closed once the trap armed by the
