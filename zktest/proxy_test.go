@@ -137,6 +137,48 @@ func TestProxyPauseReplies(t *testing.T) {
 	}
 }
 
+// TestProxyPauseRepliesOnRequest: requests before the trap's opcode are
+// answered; the trap's request reaches the server, and its answer is held
+// until Pass.
+func TestProxyPauseRepliesOnRequest(t *testing.T) {
+	checkLeaks(t)
+	p, via, direct := proxied(t)
+	path := testPath("proxy-pause-on-request")
+	fired := p.PauseRepliesOnRequest(1) // create
+	if _, _, err := via.Exists(t.Context(), "/"); err != nil {
+		t.Fatalf("a read before the trap's create: %v", err)
+	}
+	select {
+	case <-fired:
+		t.Fatal("the trap fired on a read")
+	default:
+	}
+	res := async(func() error {
+		_, err := via.Create(t.Context(), path, nil, zkclient.Persistent, openACL)
+		return err
+	})
+	Eventually(t, 10*time.Second, "the create to reach the server", func() error {
+		if !exists(t, direct, path) {
+			return fmt.Errorf("no %s", path)
+		}
+		return nil
+	})
+	select {
+	case <-fired:
+	default:
+		t.Fatal("the node was made but the trap did not fire")
+	}
+	select {
+	case err := <-res:
+		t.Fatalf("create completed (%v) with its answer held", err)
+	default:
+	}
+	p.Pass()
+	if err := result(t, res); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestProxyDelay(t *testing.T) {
 	checkLeaks(t)
 	p, via, _ := proxied(t)
