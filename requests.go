@@ -324,9 +324,10 @@ func (s *Session) startCreate(p string, data []byte, mode zkclient.CreateMode) *
 // it waits on (bounded by the session timeout) and deletes the node if it
 // was made; an answer that comes later still has its node deleted, in the
 // background, while the session lives. An answer lost with the connection
-// after ctx ended is reported as both ctx's error and ErrConnectionLoss:
-// the node may have been made, and only the caller knows how to find it
-// (its name, or its protected prefix) and whether it is its own.
+// after ctx ended, or not come within the session timeout, is reported as
+// both ctx's error and ErrConnectionLoss: the node may have been made, and
+// only the caller knows how to find it (its name, or its protected prefix)
+// and whether it is its own.
 func (s *Session) createWait(ctx context.Context, call *zkclient.Call[zkclient.Created]) (zkclient.Created, error) {
 	r, err := call.Wait(ctx)
 	if err == nil || ctx.Err() == nil {
@@ -344,14 +345,18 @@ func (s *Session) createWait(ctx context.Context, call *zkclient.Call[zkclient.C
 		return zkclient.Created{}, fmt.Errorf("%w (and the create's answer was lost: %w)", ctx.Err(), err)
 	case cctx.Err() != nil:
 		// No answer within the session timeout: the node may still be
-		// made, and must not stay while the session lives.
+		// made, and must not stay while the session lives. An answer
+		// that comes has its node deleted here; one lost with the
+		// connection can only be looked for by the caller, which is told
+		// that the answer is as good as lost.
 		s.removeLater(func(ctx context.Context) error {
 			r, err := call.Wait(ctx)
 			if err != nil {
-				return nil // not made, or the session is over
+				return nil // not made, lost (the caller looks), or the session is over
 			}
 			return s.remove(ctx, r.Path)
 		})
+		return zkclient.Created{}, fmt.Errorf("%w (and the create's answer did not come within the session timeout: %w)", ctx.Err(), ErrConnectionLoss)
 	}
 	return zkclient.Created{}, ctx.Err()
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // The resources, each on its own path under Options.Base.
@@ -273,9 +274,10 @@ func (w *worker) orphans(ctx context.Context, gen int32, op string) {
 // under the workload's dirs (prefixes ending in "/"), waiting for the
 // session to be connected again if it is not (the call may have failed
 // because the link is down), for up to twice the session timeout. Nodes
-// still listed 2 s after the first answer that shows them are left for
-// good: the failed call's clean-up has given up (a delete may still have
-// been on its way before). It tells nothing when the session ends
+// still listed zktest.Bound(2 s) after the first answer that shows them are
+// left for good: the failed call's clean-up, which may run in the
+// background, has given up (a delete may still have been on its way
+// before). It tells nothing when the session ends
 // meanwhile. A node left is recorded, and the session closed, or it would
 // block the others for as long as it lives. (No two workloads of one
 // client share a path, so the session's nodes under a workload's paths are
@@ -285,7 +287,8 @@ func (r *runner) orphans(ctx context.Context, c *client, gen int32, name string,
 	if ref == nil || ref.gen != gen || over(ref.s) {
 		return
 	}
-	deadline := time.Now().Add(2*r.o.SessionTimeout + 2*time.Second)
+	left := zktest.Bound(2 * time.Second)
+	deadline := time.Now().Add(2*r.o.SessionTimeout + left)
 	var seen time.Time // when nodes were first listed
 	for ctx.Err() == nil && time.Now().Before(deadline) {
 		ectx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -315,7 +318,7 @@ func (r *runner) orphans(ctx context.Context, c *client, gen int32, name string,
 		if len(nodes) > 0 && seen.IsZero() {
 			seen = time.Now()
 		}
-		if len(nodes) == 0 || time.Since(seen) >= 2*time.Second {
+		if len(nodes) == 0 || time.Since(seen) >= left {
 			r.h.Record(Event{Kind: KindOrphanCheck, Client: c.id, Gen: gen, Res: name, Op: op, Detail: strings.Join(nodes, " ")})
 			if len(nodes) > 0 {
 				c.retire(gen)
