@@ -167,8 +167,12 @@ func (b *DoubleBarrier) enter(ctx context.Context, name string) error {
 		return err
 	}
 	if len(members(kids)) >= b.n {
-		_, _, err := s.createNode(ctx, ready, nil, zkclient.Ephemeral, createHooks{})
+		_, lost, err := s.createNode(ctx, ready, nil, zkclient.Ephemeral, createHooks{})
 		if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
+			if lost {
+				// An attempt whose answer was lost may have made it.
+				s.removeOwnLater(ready)
+			}
 			return err
 		}
 		return nil

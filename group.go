@@ -62,9 +62,17 @@ func JoinGroup(ctx context.Context, s *Session, path, memberID string, data []by
 // createEphemeral makes the ephemeral node p (and its parents as
 // containers). After a connection loss, a node that exists and belongs to
 // this session is the one the lost attempt made; without a loss, an
-// existing node is never ours.
-func createEphemeral(ctx context.Context, s *Session, p string, data []byte) error {
-	for lost := false; ; {
+// existing node is never ours. When it fails after an attempt whose answer
+// was lost, the node that attempt may have made is deleted in the
+// background (see Session.removeOwnLater).
+func createEphemeral(ctx context.Context, s *Session, p string, data []byte) (err error) {
+	lost := false
+	defer func() {
+		if err != nil && lost && !errors.Is(err, ErrMemberExists) {
+			s.removeOwnLater(p)
+		}
+	}()
+	for {
 		_, l, err := s.createNode(ctx, p, data, zkclient.Ephemeral, createHooks{})
 		lost = lost || l
 		if !errors.Is(err, zkclient.ErrNodeExists) {
@@ -149,18 +157,9 @@ func (g *Group) Leave(ctx context.Context) error {
 	g.mu.Unlock()
 
 	h.end()
-	if err := g.s.Err(); err != nil {
-		return errorf("leave %s as %q: %w", g.dir, g.id, err)
-	}
-	cctx, cancel := g.s.cleanupContext(ctx)
-	defer cancel()
 	// The id may belong to another member by now, if ours was deleted by
 	// someone else: only our session's node is removed.
-	st, err := g.s.stat(cctx, g.node)
-	if err == nil && st.EphemeralOwner == g.s.ID() {
-		err = g.s.remove(cctx, g.node)
-	}
-	if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
+	if err := g.s.removeOwn(ctx, g.node); err != nil {
 		return errorf("leave %s as %q: %w", g.dir, g.id, err)
 	}
 	return nil

@@ -243,3 +243,41 @@ func awaitMembers(t *testing.T, watch <-chan []zkrecipes.Member, want string) {
 		}
 	}
 }
+
+// A Join cancelled while its create's answer is held, and whose answer is
+// then lost with the connection, fails; the member node that create made
+// is deleted in the background while the session lives, so that the id is
+// free again.
+func TestGroupJoinAnswerLost(t *testing.T) {
+	e := newEnv(t)
+	path := e.path + "/g"
+	e.mkdirs(path)
+	p := e.proxy()
+	t.Cleanup(p.Pass)
+	member := e.sessionOn([]string{p.Addr()})
+
+	fired := p.PauseRepliesOnRequest(1) // the member node's create
+	jctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := async(func() error {
+		_, err := zkrecipes.JoinGroup(jctx, member, path, "m", nil)
+		return err
+	})
+	closed(t, fired, "the member node's create sent")
+	e.waitFor("the member node on the server", func() bool { return len(e.children(path)) == 1 })
+	blocked(t, done, "JoinGroup with its create's answer held")
+	cancel()
+	p.Cut() // the answer, lost with the connection
+	p.Pass()
+	if err := result(t, done, "JoinGroup"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("JoinGroup cancelled, its answer lost = %v, want the context's error", err)
+	}
+	e.waitFor("the lost Join's member node deleted", func() bool { return len(e.children(path)) == 0 })
+	if err := member.Err(); err != nil {
+		t.Fatalf("the member's session ended (%v): the node went with it, not with the clean-up", err)
+	}
+	ctx := ctxTimeout(t, 30*time.Second)
+	g, err := zkrecipes.JoinGroup(ctx, e.session(), path, "m", nil)
+	must(t, err, "another session's Join under the same id")
+	must(t, g.Leave(ctx), "Leave")
+}

@@ -371,43 +371,13 @@ func (it *QueueItem) Release(ctx context.Context) error {
 // ctx is already cancelled, bounded by the session timeout).
 func (it *QueueItem) unlock(ctx context.Context) error { return it.q.unlock(ctx, it.name) }
 
-// unlockLater runs unlock in the background until it succeeds or the
-// session is over: a lock of ours that could not be deleted in time must
-// still go while the session lives.
-func (q *LockingQueue) unlockLater(name string) {
-	q.s.removeLater(func(ctx context.Context) error { return q.unlock(ctx, name) })
-}
+// unlockLater deletes the lock of the item name in the background, if it
+// is this session's, until that succeeds or the session is over: a lock of
+// ours that could not be deleted in time, or that a create whose answer was
+// lost may have made, must still go while the session lives.
+func (q *LockingQueue) unlockLater(name string) { q.s.removeOwnLater(q.taken + "/" + name) }
 
-// unlock deletes the lock of the item name if it is still this session's
-// (even if ctx is already cancelled, bounded by the session timeout).
+// unlock deletes the lock of the item name if it is still this session's.
 func (q *LockingQueue) unlock(ctx context.Context, name string) error {
-	s, lock := q.s, q.taken+"/"+name
-	if err := s.Err(); err != nil {
-		return err
-	}
-	cctx, cancel := s.cleanupContext(ctx)
-	defer cancel()
-	for {
-		st, err := s.stat(cctx, lock)
-		if errors.Is(err, zkclient.ErrNoNode) || err == nil && st.EphemeralOwner != s.ID() {
-			return nil // gone, or another consumer's
-		}
-		if err != nil {
-			return err
-		}
-		// One delete, then look again: a delete sent again after a lost
-		// answer could remove another consumer's lock of the same name.
-		s.stats.deletes.Add(1)
-		err = s.c.Delete(cctx, lock, -1)
-		switch {
-		case err == nil, errors.Is(err, zkclient.ErrNoNode):
-			return nil
-		case errors.Is(err, ErrConnectionLoss):
-			if err := s.awaitUp(cctx); err != nil {
-				return err
-			}
-		default:
-			return err
-		}
-	}
+	return q.s.removeOwn(ctx, q.taken+"/"+name)
 }

@@ -109,6 +109,57 @@ func (s *Session) removeLater(remove func(context.Context) error) {
 	}()
 }
 
+// removeOwn deletes the ephemeral node p if it is this session's (even if
+// ctx is already cancelled, bounded by the session timeout); a node that is
+// gone or another session's is left alone. It deletes once, then looks
+// again: a delete sent again after a lost answer could remove another
+// session's node of the same name, made meanwhile.
+func (s *Session) removeOwn(ctx context.Context, p string) error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	cctx, cancel := s.cleanupContext(ctx)
+	defer cancel()
+	for {
+		st, err := s.stat(cctx, p)
+		if errors.Is(err, zkclient.ErrNoNode) || err == nil && st.EphemeralOwner != s.ID() {
+			return nil // gone, or another session's
+		}
+		if err != nil {
+			return err
+		}
+		s.stats.deletes.Add(1)
+		err = s.c.Delete(cctx, p, -1)
+		switch {
+		case err == nil, errors.Is(err, zkclient.ErrNoNode):
+			return nil
+		case errors.Is(err, ErrConnectionLoss):
+			if err := s.awaitUp(cctx); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}
+
+// removeOwnLater runs removeOwn(p) in the background (see removeLater),
+// each time after a sync of p: a create whose answer was lost may still be
+// on its way through the ensemble when the session is connected again (to
+// another server), and a look at p without the sync could miss the node it
+// is about to make.
+func (s *Session) removeOwnLater(p string) {
+	s.removeLater(func(ctx context.Context) error {
+		cctx, cancel := s.cleanupContext(ctx)
+		err := retry(cctx, s, func() error { return s.c.Sync(cctx, p) })
+		cancel()
+		if err != nil {
+			return err
+		}
+		return s.removeOwn(ctx, p)
+	})
+}
+
 // ensurePath creates p and its missing ancestors as container nodes, which
 // the server removes once they are empty.
 func (s *Session) ensurePath(ctx context.Context, p string) error {

@@ -487,7 +487,7 @@ func progress(events []Event, hs map[int32]*holding, cfg Config) ([]Violation, t
 func leftovers(events []Event) []Violation {
 	var out []Violation
 	scanned := false
-	for _, e := range events {
+	for i, e := range events {
 		switch e.Kind {
 		case KindScan:
 			scanned = true
@@ -498,13 +498,42 @@ func leftovers(events []Event) []Violation {
 				continue
 			}
 			out = append(out, Violation{Property: PropOrphan, At: e.At, Res: e.Res, Clients: []int{e.Client},
-				Msg: fmt.Sprintf("c%d/%d %s failed, yet left %s while its session lived", e.Client, e.Gen, e.Op, e.Detail)})
+				Msg: fmt.Sprintf("c%d/%d %s failed, yet left %s while its session lived%s", e.Client, e.Gen, e.Op, e.Detail, orphanTrail(events[:i], e))})
 		}
 	}
 	if !scanned {
 		out = append(out, Violation{Property: PropLeftover, Msg: "the leftover scan never ran"})
 	}
 	return out
+}
+
+// orphanTrail describes, for the orphan check c, the failure it checks
+// (the client's last error of that call before it) and the client's own
+// events on the resource in the 10 s before that failure, which may lie
+// outside the timeline printed around the check.
+func orphanTrail(before []Event, c Event) string {
+	fail := -1
+	for i := len(before) - 1; i >= 0; i-- {
+		e := before[i]
+		if e.Kind == KindError && e.Client == c.Client && e.Gen == c.Gen && e.Op == c.Op {
+			fail = i
+			break
+		}
+	}
+	if fail < 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "; the call failed at %.3fs; the client's trail:", before[fail].At.Seconds())
+	for _, e := range before[:fail+1] {
+		if e.Client != c.Client || e.At < before[fail].At-10*time.Second {
+			continue
+		}
+		if e.Res == c.Res || strings.HasPrefix(e.Res, c.Res+"/") || e.Kind == KindSession || e.Kind == KindSessionEnd {
+			b.WriteString("\n    " + e.String())
+		}
+	}
+	return b.String()
 }
 
 // errorKindsOf reports every error of no documented kind, or of a kind its

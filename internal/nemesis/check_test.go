@@ -436,11 +436,16 @@ func TestCheckLeftovers(t *testing.T) {
 	}
 	var o hist
 	o.add(5, Event{Kind: KindOrphanCheck, Client: 0, Gen: 1, Res: "mutex", Op: OpMutexLock})
+	o.add(5.5, Event{Kind: KindError, Client: 0, Gen: 1, Res: "mutex", Op: OpMutexLock, ErrKind: "deadline", Detail: "context deadline exceeded"})
 	o.add(6, Event{Kind: KindOrphanCheck, Client: 0, Gen: 1, Res: "mutex", Op: OpMutexLock, Detail: "/nemesis/mutex/_c_y-lock-0000000002"})
 	r = Check(o.finish(), testConfig)
 	wantProps(t, r, PropOrphan)
 	if r.Counts.OrphanChecks != 2 || r.Counts.Orphans != 1 || !strings.Contains(r.Violations[0].Msg, "while its session lived") {
 		t.Errorf("counts %+v, violation %v", r.Counts, r.Violations[0])
+	}
+	// The failure checked, which may lie outside the printed timeline, is named.
+	if msg := r.Violations[0].Msg; !strings.Contains(msg, "the call failed at 5.500s") || !strings.Contains(msg, "context deadline exceeded") {
+		t.Errorf("violation does not name the failure: %s", msg)
 	}
 	var c hist
 	c.add(100, Event{Kind: KindHealed})
