@@ -9,15 +9,15 @@ import (
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
-// QueueEntry is one contender queued under a lock or election path, as
+// Contender is one contender in line under a lock or election path, as
 // Inspect saw it.
-type QueueEntry struct {
+type Contender struct {
 	Node string // node name, relative to the path
-	Seq  int32  // the node's sequence number: its place in the queue
+	Seq  int32  // the node's sequence number: its place in the line
 
 	// Kind is how the contender counts: "mutex" (an exclusive lock),
 	// "reader" or "writer" (a read/write lock), or "candidate" (an
-	// election). An exclusive node in a queue that also has readers or
+	// election). An exclusive node in a line that also has readers or
 	// writers counts as a writer there, and is reported as one: a Mutex's
 	// node on an RWMutex's path, or kazoo's WriteLock, whose nodes are
 	// named like its Lock's.
@@ -27,23 +27,23 @@ type QueueEntry struct {
 	Owner   int64     // the session that owns the node; 0 if it is not ephemeral
 	Created time.Time // when the node was created, by the server's clock
 
-	// Holds tells that nothing queued before the contender blocks it: it
+	// Holds tells that nothing in line before the contender blocks it: it
 	// holds the lock or leads (or will as soon as its owner notices).
 	Holds bool
-	// WaitsFor is the index, in QueueView.Entries, of the entry this
+	// WaitsFor is the index, in Contenders.Entries, of the entry this
 	// contender waits for (and watches), or -1 when it holds.
 	WaitsFor int
 }
 
-// QueueView is a snapshot of the contenders queued under one path.
-type QueueView struct {
+// Contenders is a snapshot of the line of contenders under one path.
+type Contenders struct {
 	Path    string
 	Exists  bool         // whether the path exists
-	Entries []QueueEntry // the contenders, in queue order
+	Entries []Contender // the contenders, in line order
 	Others  []string     // the children that are not contenders, sorted
 }
 
-// Inspect returns the queue under path as the lock and election recipes
+// Inspect returns the line of contenders under path as the lock and election recipes
 // (Mutex, RWMutex, Election, and the Curator and kazoo recipes they
 // interoperate with) see it: the contenders in their order, who holds or
 // leads, and whom each waiter waits for. It only reads, and needs no
@@ -53,12 +53,12 @@ type QueueView struct {
 // contender; a contender that leaves between the two is left out, and
 // Holds and WaitsFor are decided among those that remain. A path that does
 // not exist gives an empty view with Exists false.
-func Inspect(ctx context.Context, s *Session, path string) (QueueView, error) {
-	v := QueueView{Path: path}
+func Inspect(ctx context.Context, s *Session, path string) (Contenders, error) {
+	v := Contenders{Path: path}
 	if err := checkPath(path); err != nil {
 		return v, err
 	}
-	q := &queue{s: s, dir: path, kinds: queueKinds}
+	q := &line{s: s, dir: path, kinds: lineKinds}
 	kids, err := s.children(ctx, path)
 	if errors.Is(err, zkclient.ErrNoNode) {
 		return v, nil
@@ -79,7 +79,7 @@ func Inspect(ctx context.Context, s *Session, path string) (QueueView, error) {
 	slices.Sort(v.Others)
 
 	live := cs[:0] // the contenders still there when read
-	rw := false    // whether readers or writers are queued
+	rw := false    // whether readers or writers are in line
 	for _, c := range cs {
 		data, st, err := s.getData(ctx, path+"/"+c.name)
 		if errors.Is(err, zkclient.ErrNoNode) {
@@ -91,7 +91,7 @@ func Inspect(ctx context.Context, s *Session, path string) (QueueView, error) {
 		k := kindOf(c.name)
 		rw = rw || k.reader || k == writerKind
 		live = append(live, c)
-		v.Entries = append(v.Entries, QueueEntry{
+		v.Entries = append(v.Entries, Contender{
 			Node:    c.name,
 			Seq:     c.seq,
 			Kind:    kindName(k),

@@ -14,7 +14,7 @@ import (
 )
 
 // shape shows a queue view as "kind:holds|waits>N:data" per entry.
-func shape(v zkrecipes.QueueView) string {
+func shape(v zkrecipes.Contenders) string {
 	parts := make([]string, len(v.Entries))
 	for i, en := range v.Entries {
 		state := "holds"
@@ -28,7 +28,7 @@ func shape(v zkrecipes.QueueView) string {
 
 // inspect runs Inspect and checks what every view must satisfy: entries in
 // sequence order, and Holds exactly when WaitsFor is -1.
-func inspect(t *testing.T, ctx context.Context, s *zkrecipes.Session, path string) zkrecipes.QueueView {
+func inspect(t *testing.T, ctx context.Context, s *zkrecipes.Session, path string) zkrecipes.Contenders {
 	t.Helper()
 	v, err := zkrecipes.Inspect(ctx, s, path)
 	must(t, err, "Inspect %s", path)

@@ -45,14 +45,14 @@ var (
 // "_c_<uuid>-lease-<seq>".
 var leaseKind = kind{marker: "lease-"}
 
-// queueKinds are the contenders Inspect recognises: those of every queue
+// lineKinds are the contenders Inspect recognises: those of every line
 // recipe.
-var queueKinds = slices.Concat(lockKinds, latchKinds)
+var lineKinds = slices.Concat(lockKinds, latchKinds)
 
 // parseContender recognises a contender node name of one of kinds: a marker
 // followed by the sequence number, which ZooKeeper writes as %010d: ten
 // digits, or, once the counter has wrapped, a minus sign and nine or ten
-// digits. Waiters parse every name of the queue on each wake-up, so this
+// digits. Waiters parse every name of the line on each wake-up, so this
 // reads the digits itself rather than through strconv.
 func parseContender(name string, kinds []kind) (contender, bool) {
 	for _, width := range []int{10, 11} {
@@ -100,9 +100,9 @@ func parseSeq(s string) (int32, bool) {
 	return int32(v), true
 }
 
-// kindOf returns the kind of the contender node name, one of queueKinds.
+// kindOf returns the kind of the contender node name, one of lineKinds.
 func kindOf(name string) kind {
-	for _, k := range queueKinds {
+	for _, k := range lineKinds {
 		if _, ok := parseContender(name, []kind{k}); ok {
 			return k
 		}
@@ -110,7 +110,7 @@ func kindOf(name string) kind {
 	return kind{}
 }
 
-// kindName names a kind for QueueEntry.Kind.
+// kindName names a kind for Contender.Kind.
 func kindName(k kind) string {
 	switch {
 	case k == latchKind:

@@ -14,7 +14,7 @@ import (
 // protectedNode is an ephemeral sequential node made in Curator's
 // protected mode: its name starts with a random prefix "_c_<uuid>-", by
 // which the session finds it again after a create whose answer was lost.
-// The contender queue's tickets (queue.go) and the semaphore's leases are
+// The line of contenders' tickets (line.go) and the semaphore's leases are
 // such nodes.
 type protectedNode struct {
 	s      *Session

@@ -4,235 +4,371 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
-// This file is the contender queue that the mutex, the read/write lock and
-// the election share, read in the order of a ticket's life: each contender
-// enters the queue by creating an ephemeral sequential node (its ticket, a
-// protectedNode); the sequence numbers order them; a ticket waits until no
-// earlier node blocks it, watching only the nearest node that does, and
-// then holds; it leaves by deleting its node (or requeues at the back).
-// The node names that count as contenders are in names.go.
+// This file holds the work queues: items offered by producers and taken by
+// consumers, each item a persistent sequential node whose data is the item.
+// (The line of contenders of the locks is line.go.)
 
-// contender is one recognised node of a queue.
-type contender struct {
-	name   string
-	seq    int32
-	reader bool
-}
-
-// blocks reports whether c, queued earlier, blocks a contender that is a
-// reader (reader) or not. Writers (and mutex holders, and election
-// candidates) wait for everything earlier; readers wait only for earlier
-// writers.
-func blocks(c contender, reader bool) bool { return !reader || !c.reader }
-
-// blocker returns the index of the contender that q[i] watches — the
-// nearest earlier one that blocks it — or -1 when q[i] holds.
-func blocker(q []contender, i int) int {
-	for j := i - 1; j >= 0; j-- {
-		if blocks(q[j], q[i].reader) {
-			return j
-		}
+func checkPriority(priority int) error {
+	if priority < 0 || priority > 999 {
+		return fmt.Errorf("%w: priority %d is not in [0, 999]", ErrInvalidArgument, priority)
 	}
-	return -1
+	return nil
 }
 
-// queue is one recipe path and the names that count as contenders there.
-type queue struct {
+// Queue is a distributed FIFO work queue on a ZooKeeper path, compatible
+// with Apache Curator's SimpleDistributedQueue (items "<path>/qn-<seq>")
+// and, with WithKazooNames, with kazoo's Queue (items
+// "<path>/entry-<priority>-<seq>"). Each item is a persistent sequential node
+// whose data is the item; the path's missing parents are containers, and
+// so is the path, as Curator makes it (with WithKazooNames a persistent
+// node, as kazoo makes it, since kazoo's producers make it only once).
+// Consumers take items in the order of their names, whichever naming made
+// them (see Take).
+//
+// Take is exactly-once: a consumer gets an item only by deleting its node,
+// and the server lets one delete succeed, so two consumers never both get
+// an item. The item is gone from ZooKeeper once taken: a consumer that dies
+// before it has processed it loses it (use LockingQueue when that must not
+// happen).
+//
+// A Queue holds no state of its own; it is safe for concurrent use.
+type Queue struct {
 	s     *Session
 	dir   string
-	kinds []kind
-
-	beforeWatch func(pred string) // test hook: runs between listing and watching
+	kazoo bool
+	err   error
 }
 
-// contenders lists the queue, sorted by sequence number.
-func (q *queue) contenders(ctx context.Context) ([]contender, error) {
-	kids, err := q.s.children(ctx, q.dir)
+// QueueOption configures a Queue.
+type QueueOption func(*Queue)
+
+// WithKazooNames makes Offer name items as kazoo's Queue does,
+// "entry-<priority>-<seq>", so that kazoo consumers see them (Curator's
+// SimpleDistributedQueue ignores them), and allows OfferPriority. Take reads
+// both namings either way.
+func WithKazooNames() QueueOption { return func(q *Queue) { q.kazoo = true } }
+
+// NewQueue returns the Queue on path for the session s. A bad path is
+// reported, without any network call, by every method.
+func NewQueue(s *Session, path string, opts ...QueueOption) *Queue {
+	q := &Queue{s: s, dir: path, err: checkPath(path)}
+	for _, o := range opts {
+		o(q)
+	}
+	return q
+}
+
+// Offer adds an item at the back of the queue: one create. If ctx ends
+// before the create is answered, the item is deleted if it was made, so a
+// cancelled Offer adds nothing, unless a consumer took the item before it
+// could be withdrawn: Offer then returns nil (the item was offered, and
+// taken once); when it cannot tell, an error wrapping ErrWriteUnconfirmed. If the connection breaks while the create
+// is in flight, the item may or may not have been added (its name is
+// chosen by the server, so it cannot be found again), and Offer returns an
+// error wrapping ErrWriteUnconfirmed: offer it again only if a duplicate is
+// harmless.
+func (q *Queue) Offer(ctx context.Context, data []byte) error {
+	return q.offer(ctx, data, kazooDefaultPriority)
+}
+
+// OfferPriority is Offer with kazoo's priority: items of a lower priority
+// number are taken first (priority 100 is kazoo's default and Offer's).
+// It needs WithKazooNames, and priority in [0, 999].
+func (q *Queue) OfferPriority(ctx context.Context, data []byte, priority int) error {
+	if q.err == nil && !q.kazoo {
+		return errorf("offer to %s: %w: priorities need kazoo's names (WithKazooNames)", q.dir, ErrInvalidArgument)
+	}
+	return q.offer(ctx, data, priority)
+}
+
+func (q *Queue) offer(ctx context.Context, data []byte, priority int) error {
+	if q.err != nil {
+		return q.err
+	}
+	if err := checkPriority(priority); err != nil {
+		return errorf("offer to %s: %w", q.dir, err)
+	}
+	ensure := func(ctx context.Context) error { return q.s.ensurePath(ctx, q.dir) }
+	if q.kazoo {
+		// kazoo makes the path once per Queue value and fails if the
+		// server later removes it as an empty container.
+		ensure = func(ctx context.Context) error { return q.s.createIfMissing(ctx, q.dir, nil) }
+	}
+	if err := offerItem(ctx, q.s, q.dir, itemName(q.kazoo, priority), data, ensure, q.s.deleteItem); err != nil {
+		return errorf("offer to %s: %w", q.dir, err)
+	}
+	return nil
+}
+
+// offerItem creates one item node dir/name<seq> with data; if dir is
+// missing, ensure makes it. If ctx ends before the create's answer,
+// withdraw takes the item back (see offerCreate).
+func offerItem(ctx context.Context, s *Session, dir, name string, data []byte, ensure func(context.Context) error, withdraw withdrawFunc) error {
+	for missing := 0; ; missing++ {
+		// A create is not sent again once it may have been applied; made
+		// while the connection is down, it would fail unsent.
+		if err := s.awaitUp(ctx); err != nil {
+			return err
+		}
+		p, err := offerCreate(ctx, s, dir+"/"+name, data, withdraw)
+		switch {
+		case err == nil:
+			if seq, ok := parseSeq(p[len(p)-min(len(p), 10):]); !ok || seq < 0 {
+				// Past 2^31 items the names no longer sort in arrival order.
+				cctx, cancel := s.cleanupContext(ctx)
+				defer cancel()
+				s.remove(cctx, p)
+				return fmt.Errorf("%w under %s", ErrSequenceWrapped, dir)
+			}
+			return nil
+		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
+			if err := ensure(ctx); err != nil {
+				return err
+			}
+		case errors.Is(err, ErrConnectionLoss):
+			return unconfirmed(dir+"/"+name, err)
+		default:
+			return err
+		}
+	}
+}
+
+// offerCreate sends the create of an item. If ctx ends before its answer,
+// it waits on (bounded by the session timeout) to learn what happened and
+// withdraws the item if it was made: it returns ctx's error when nothing
+// was added (the create failed, or its item was deleted again), the item's
+// path and no error when a consumer took the item before it could be
+// withdrawn (it was offered, and taken once), and an error wrapping
+// ErrWriteUnconfirmed when it cannot tell.
+func offerCreate(ctx context.Context, s *Session, p string, data []byte, withdraw withdrawFunc) (string, error) {
+	call := s.startCreate(p, data, zkclient.PersistentSequential)
+	r, err := call.Wait(ctx)
+	if err == nil || ctx.Err() == nil {
+		return r.Path, err
+	}
+	cctx, cancel := s.cleanupContext(ctx)
+	defer cancel()
+	r, err = call.Wait(cctx)
+	switch {
+	case errors.Is(err, ErrConnectionLoss) || cctx.Err() != nil:
+		return "", unconfirmed(p, ctx.Err())
+	case err != nil:
+		return "", ctx.Err() // refused: nothing was made
+	}
+	taken, err := withdraw(cctx, r.Path)
+	switch {
+	case err != nil:
+		return "", unconfirmed(r.Path, fmt.Errorf("%w (withdrawing it: %v)", ctx.Err(), err))
+	case taken:
+		return r.Path, nil
+	}
+	return "", ctx.Err()
+}
+
+// withdrawFunc deletes the item p of an Offer whose ctx ended, in one
+// attempt: after a lost answer a second one could not tell its own delete
+// from a consumer's. It reports taken if a consumer had the item first,
+// and an error when it cannot tell.
+type withdrawFunc func(ctx context.Context, p string) (taken bool, err error)
+
+// deleteItem is a Queue's withdrawFunc: one delete.
+func (s *Session) deleteItem(ctx context.Context, p string) (taken bool, err error) {
+	s.stats.deletes.Add(1)
+	err = s.c.Delete(ctx, p, -1)
+	if errors.Is(err, zkclient.ErrNoNode) {
+		return true, nil
+	}
+	return false, err
+}
+
+// Take removes the item at the front of the queue and returns its data,
+// waiting until there is one, ctx ends or the session is over. The front is
+// the item whose name sorts first: the oldest, with Curator's names; among
+// kazoo's, the lowest priority number first.
+//
+// It lists the queue with a child watch, then reads the front item and
+// deletes it: if another consumer deleted it first, it tries the next
+// one; if none is left, it waits for the watch (every waiting consumer
+// wakes when an item is offered, and one gets it). A taken item costs one
+// listing, one read and one delete.
+//
+// If the connection breaks while the delete is in flight and the item is
+// gone once reconnected, the delete may have been this consumer's or
+// another's: Take then returns the item's data with an error wrapping
+// ErrWriteUnconfirmed, and the caller chooses (process it if a duplicate
+// is harmless, drop it if a loss is).
+func (q *Queue) Take(ctx context.Context) ([]byte, error) {
+	if q.err != nil {
+		return nil, q.err
+	}
+	for {
+		kids, w, err := q.s.childrenW(ctx, q.dir)
+		if errors.Is(err, zkclient.ErrNoNode) {
+			var ok bool
+			if ok, w, err = q.s.existsW(ctx, q.dir); err == nil && ok {
+				w.stop()
+				continue // made meanwhile: list it
+			}
+		}
+		if err != nil {
+			return nil, errorf("take from %s: %w", q.dir, err)
+		}
+		data, ok, err := q.takeFirst(ctx, items(kids))
+		if ok || err != nil {
+			w.stop()
+			if err != nil {
+				return data, errorf("take from %s: %w", q.dir, err)
+			}
+			return data, nil
+		}
+		select {
+		case <-w.event():
+		case <-ctx.Done():
+			w.stop()
+			return nil, errorf("take from %s: %w", q.dir, ctx.Err())
+		case <-q.s.Done():
+			return nil, errorf("take from %s: %w", q.dir, q.s.Err())
+		}
+	}
+}
+
+// Poll is Take without waiting: it returns false if the queue is empty.
+func (q *Queue) Poll(ctx context.Context) ([]byte, bool, error) {
+	if q.err != nil {
+		return nil, false, q.err
+	}
+	for {
+		its, err := listItems(ctx, q.s, q.dir)
+		if err != nil {
+			return nil, false, errorf("poll %s: %w", q.dir, err)
+		}
+		if len(its) == 0 {
+			return nil, false, nil
+		}
+		data, ok, err := q.takeFirst(ctx, its)
+		if err != nil {
+			return data, false, errorf("poll %s: %w", q.dir, err)
+		}
+		if ok {
+			return data, true, nil
+		}
+		// Every item listed was taken by others meanwhile: list again.
+	}
+}
+
+// Peek returns the data of the item at the front of the queue without
+// taking it, or false if the queue is empty.
+func (q *Queue) Peek(ctx context.Context) ([]byte, bool, error) {
+	if q.err != nil {
+		return nil, false, q.err
+	}
+	for {
+		its, err := listItems(ctx, q.s, q.dir)
+		if err != nil {
+			return nil, false, errorf("peek %s: %w", q.dir, err)
+		}
+		if len(its) == 0 {
+			return nil, false, nil
+		}
+		for _, it := range its {
+			data, _, err := q.s.getData(ctx, q.dir+"/"+it)
+			if errors.Is(err, zkclient.ErrNoNode) {
+				continue // taken meanwhile
+			}
+			if err != nil {
+				return nil, false, errorf("peek %s: %w", q.dir, err)
+			}
+			return data, true, nil
+		}
+	}
+}
+
+// Len returns the number of items in the queue.
+func (q *Queue) Len(ctx context.Context) (int, error) {
+	if q.err != nil {
+		return 0, q.err
+	}
+	its, err := listItems(ctx, q.s, q.dir)
+	if err != nil {
+		return 0, errorf("length of %s: %w", q.dir, err)
+	}
+	return len(its), nil
+}
+
+// listItems lists the items of the work queue on dir in the order
+// consumers take them (see items); a queue whose path does not exist has
+// none.
+func listItems(ctx context.Context, s *Session, dir string) ([]string, error) {
+	kids, err := s.children(ctx, dir)
+	if errors.Is(err, zkclient.ErrNoNode) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	return q.sorted(kids)
+	return items(kids), nil
 }
 
-func (q *queue) sorted(kids []string) ([]contender, error) {
-	cs := make([]contender, 0, len(kids))
-	for _, k := range kids {
-		if c, ok := parseContender(k, q.kinds); ok {
-			if c.seq < 0 {
-				return nil, fmt.Errorf("%w under %s (node %s)", ErrSequenceWrapped, q.dir, k)
-			}
-			cs = append(cs, c)
+// takeFirst takes the first of its that no other consumer takes first.
+func (q *Queue) takeFirst(ctx context.Context, its []string) ([]byte, bool, error) {
+	for _, it := range its {
+		data, ok, err := q.takeItem(ctx, q.dir+"/"+it)
+		if ok || err != nil {
+			return data, ok, err
 		}
 	}
-	slices.SortFunc(cs, func(a, b contender) int { return int(a.seq) - int(b.seq) })
-	return cs, nil
+	return nil, false, nil
 }
 
-// ticket is one contender's place in a queue: its node.
-type ticket struct {
-	protectedNode
-	q     *queue
-	kind  kind
-	token int64 // fencing token, set when it holds (see wait)
-}
-
-// enter creates a node of kind k with data in the queue. On error nothing of
-// it is left behind.
-func (q *queue) enter(ctx context.Context, k kind, data []byte) (*ticket, error) {
-	t := &ticket{protectedNode: newProtectedNode(q.s, q.dir), q: q, kind: k}
-	if err := t.create(ctx, k.marker, data); err != nil {
-		t.leave(ctx)
-		return nil, err
+// takeItem reads the item p and then deletes it: the delete decides whether
+// this consumer got it. The data is read first, so an item is never deleted
+// unread.
+func (q *Queue) takeItem(ctx context.Context, p string) ([]byte, bool, error) {
+	s := q.s
+	data, _, err := s.getData(ctx, p)
+	if errors.Is(err, zkclient.ErrNoNode) {
+		return nil, false, nil
 	}
-	return t, nil
-}
-
-// wait blocks until the ticket holds. With try, it returns ErrLocked instead
-// of waiting.
-//
-// It lists the queue, and watches the nearest node that blocks the ticket,
-// with a read that fails if that node is already gone (then it lists
-// again: nothing slips between listing and watching). When the watched node
-// goes, it lists again: that listing is what shows both that no blocker is
-// left and that the ticket's own node is still there. A listing without
-// the node (deleted by another client, say) ends the wait with ErrNodeLost
-// instead of a holding nobody owns.
-//
-// The node is known to be this session's: either our own create returned it
-// (the server answered on our session), or, after a connection loss, find
-// checked its ephemeralOwner.
-//
-// The fencing token is the pzxid of the listing that shows no blocker: the
-// zxid of the last change to the queue's children when the ticket was found
-// holding. Each holder's listing came after the deletion of every node that
-// blocked it, and a deletion is such a change, so a holder's token is above
-// the zxid at which each earlier holder it waited for let go, and so above
-// that holder's token (taken while it still held). Tokens therefore
-// strictly increase from one holder to the next, even when the path is
-// deleted and made again (zxids never repeat), without a read of their own.
-func (t *ticket) wait(ctx context.Context, try bool) error {
-	s, q := t.q.s, t.q
-	lost := func() error {
-		if err := s.Err(); err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: %s", ErrNodeLost, t.path())
+	if err != nil {
+		return nil, false, err
 	}
 	for {
-		kids, parent, err := t.list(ctx)
-		if err != nil {
-			return err
-		}
-		p, err := t.locate(kids)
-		if err != nil {
-			return err
-		}
-		if !p.listed {
-			return lost()
-		}
-		if p.blocker == "" {
-			t.token = parent.Pzxid
-			return nil
-		}
-		if try {
-			return ErrLocked
-		}
-		if err := t.await(ctx, q.dir+"/"+p.blocker); err != nil {
-			return err
-		}
-	}
-}
-
-// place is where a ticket stands in one listing of its queue.
-type place struct {
-	listed  bool   // the ticket's node is in the listing
-	blocker string // the nearest earlier contender that blocks it; "" if none: it holds
-}
-
-// locate finds the ticket's place in a listing in one pass, without sorting
-// it (a waiter does this on every wake-up, over the whole queue). It finds
-// what blocker would in the sorted queue.
-func (t *ticket) locate(kids []string) (place, error) {
-	me, ok := parseContender(t.name, t.q.kinds)
-	switch {
-	case !ok:
-		return place{}, errorf("%s: not a contender node name", t.path())
-	case me.seq < 0:
-		return place{}, fmt.Errorf("%w under %s (node %s)", ErrSequenceWrapped, t.q.dir, t.name)
-	}
-	var p place
-	var nearest int32 = -1
-	for _, k := range kids {
-		c, ok := parseContender(k, t.q.kinds)
-		switch {
-		case !ok:
-		case c.seq < 0:
-			return place{}, fmt.Errorf("%w under %s (node %s)", ErrSequenceWrapped, t.q.dir, k)
-		case k == t.name:
-			p.listed = true
-		case c.seq < me.seq && c.seq > nearest && blocks(c, me.reader):
-			nearest, p.blocker = c.seq, k
-		}
-	}
-	return p, nil
-}
-
-// await watches pred until it is deleted, or returns at once if it is
-// already gone. It watches with getData, as Curator does: the read fails,
-// setting no watch, if pred is gone.
-func (t *ticket) await(ctx context.Context, pred string) error {
-	if t.q.beforeWatch != nil {
-		t.q.beforeWatch(pred)
-	}
-	return t.s.awaitDeleted(ctx, pred, t.s.dataStatW, nil)
-}
-
-// requeue deletes the ticket's node and queues a new node of the same kind
-// at the back in one multi: one write (one disk sync on the server) instead
-// of two. It returns the new ticket, not yet waited for. If the multi was
-// not applied (its answer was lost and the new node is not there), the old
-// ticket still holds and requeue returns an error wrapping ErrConnectionLoss.
-func (t *ticket) requeue(ctx context.Context, data []byte) (*ticket, error) {
-	s := t.q.s
-	n := &ticket{protectedNode: newProtectedNode(s, t.q.dir), q: t.q, kind: t.kind}
-	base := t.q.dir + "/" + n.prefix + t.kind.marker
-	s.stats.deletes.Add(1)
-	s.stats.creates.Add(1)
-	call := s.c.MultiAsync(s.c.DeleteOp(t.path(), -1),
-		s.c.CreateOp(base, data, zkclient.EphemeralSequential, s.acl))
-	s.stats.listings.Add(1)
-	n.first = s.c.ChildrenAsync(t.q.dir)
-	res, err := call.Wait(ctx)
-	switch {
-	case errors.Is(err, ErrConnectionLoss):
-		n.first = nil
 		if err := s.awaitUp(ctx); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		found, ferr := n.find(ctx)
-		if ferr != nil {
-			return nil, ferr
+		s.stats.deletes.Add(1)
+		err := s.c.Delete(ctx, p, -1)
+		switch {
+		case err == nil:
+			return data, true, nil
+		case errors.Is(err, zkclient.ErrNoNode):
+			return nil, false, nil // another consumer's delete came first
+		case !errors.Is(err, ErrConnectionLoss) && ctx.Err() == nil:
+			return nil, false, err
 		}
-		if found == "" {
-			return nil, err
+		// The delete may have been applied (also when ctx ended with it in
+		// flight): look whether the item is still there.
+		// The sync makes the read see every write the server applied
+		// before it, this session's lost delete included.
+		cctx, cancel := s.cleanupContext(ctx)
+		err = retry(cctx, s, func() error { return s.c.Sync(cctx, p) })
+		if err == nil {
+			_, err = s.stat(cctx, p)
 		}
-		n.name = found
-		return n, nil
-	case err != nil:
-		return nil, err
+		cancel()
+		switch {
+		case err == nil && ctx.Err() != nil:
+			return nil, false, ctx.Err() // not deleted: the item stays queued
+		case err == nil:
+			continue // not deleted: delete again
+		case errors.Is(err, zkclient.ErrNoNode):
+			return data, false, unconfirmed(p, ErrConnectionLoss)
+		default:
+			return data, false, unconfirmed(p, err)
+		}
 	}
-	for _, r := range res {
-		if r.Err != nil {
-			return nil, errorf("requeue in %s: %w", t.q.dir, r.Err)
-		}
-	}
-	n.name = res[1].Path[len(t.q.dir)+1:]
-	return n, nil
 }
-
-// A ticket leaves the queue by deleting its node: see protectedNode.leave.

@@ -26,7 +26,7 @@ func WithNodeData(data []byte) LockOption {
 // one ticket — shared by Mutex, RWMutex and Election, which differ only in
 // the kinds of node they queue and in how a holding is watched.
 type seat struct {
-	q    queue
+	q    line
 	err  error // invalid path (or argument), reported by every call
 	data []byte
 
@@ -45,7 +45,7 @@ func (st *seat) init(s *Session, path string, kinds []kind, opts []LockOption) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	st.q = queue{s: s, dir: path, kinds: kinds}
+	st.q = line{s: s, dir: path, kinds: kinds}
 	st.err = checkPath(path)
 	st.data = cfg.data
 }

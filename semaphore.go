@@ -41,7 +41,7 @@ type Semaphore struct {
 	n      int
 	err    error  // invalid path or n, reported by every call
 	data   []byte // each lease node's data (WithNodeData)
-	locks  queue  // the mutex that serialises acquirers
+	locks  line   // the mutex that serialises acquirers
 	leases string // the lease nodes' parent
 
 	afterCheck func() // test hook: runs after TryAcquire's read-only check
@@ -63,7 +63,7 @@ func NewSemaphore(s *Session, path string, n int, opts ...LockOption) *Semaphore
 	}
 	return &Semaphore{
 		s: s, path: path, n: n, err: err, data: cfg.data,
-		locks:  queue{s: s, dir: path + "/locks", kinds: lockKinds},
+		locks:  line{s: s, dir: path + "/locks", kinds: lockKinds},
 		leases: path + "/leases",
 	}
 }

@@ -121,7 +121,7 @@ var kindRecipe = map[string]string{
 }
 
 // newInspection shows the queue v as it stands at now.
-func newInspection(v zkrecipes.QueueView, now time.Time) *inspection {
+func newInspection(v zkrecipes.Contenders, now time.Time) *inspection {
 	in := &inspection{
 		Path:       v.Path,
 		Exists:     v.Exists,

@@ -11,7 +11,7 @@ import (
 // Contenders sort by the numeric sequence suffix, never by the random
 // prefix; kazoo's and Curator's names count; other children do not.
 func TestSortedContenders(t *testing.T) {
-	q := &queue{dir: "/l", kinds: lockKinds}
+	q := &line{dir: "/l", kinds: lockKinds}
 	cs, err := q.sorted([]string{
 		"_c_ffffffff-0000-0000-0000-000000000000-lock-0000000003",
 		"0123abcd__lock__0000000001",
@@ -45,7 +45,7 @@ func TestSortedContenders(t *testing.T) {
 // After 2^31 creates under one parent the counter wraps to negative
 // numbers; the queue refuses to guess the order.
 func TestSequenceWrapDetected(t *testing.T) {
-	q := &queue{dir: "/l", kinds: lockKinds}
+	q := &line{dir: "/l", kinds: lockKinds}
 	for _, wrapped := range []string{"_c_y-lock--2147483648", "_c_y-lock--000000001", "k__rlock__-000000007"} {
 		_, err := q.sorted([]string{"_c_x-lock-2147483647", wrapped})
 		if !errors.Is(err, ErrSequenceWrapped) {
@@ -60,7 +60,7 @@ func TestSequenceWrapDetected(t *testing.T) {
 func TestLocateAgreesWithSortedQueue(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	markers := []string{"_c_x-lock-", "_c_x-__READ__", "_c_x-__WRIT__", "k__rlock__", "k__lock__", "leases", "_c_x-latch-"}
-	q := &queue{dir: "/l", kinds: lockKinds}
+	q := &line{dir: "/l", kinds: lockKinds}
 	for round := range 2000 {
 		var kids []string
 		for seq := range 1 + rng.IntN(12) {
@@ -110,7 +110,7 @@ func TestLocateAgreesWithSortedQueue(t *testing.T) {
 // A waiter locates itself in the whole listing on every wake-up; this is
 // its cost with 500 contenders (Curator-style names).
 func BenchmarkLocate500(b *testing.B) {
-	q := &queue{dir: "/l", kinds: lockKinds}
+	q := &line{dir: "/l", kinds: lockKinds}
 	kids := make([]string, 500)
 	for i := range kids {
 		kids[i] = fmt.Sprintf("_c_%08x-1111-2222-3333-444444444444-lock-%010d", i, 1000+i)

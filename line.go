@@ -1,0 +1,238 @@
+package zkrecipes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
+)
+
+// This file is the line of contenders that the mutex, the read/write lock and
+// the election share, read in the order of a ticket's life: each contender
+// enters the line by creating an ephemeral sequential node (its ticket, a
+// protectedNode); the sequence numbers order them; a ticket waits until no
+// earlier node blocks it, watching only the nearest node that does, and
+// then holds; it leaves by deleting its node (or requeues at the back).
+// The node names that count as contenders are in names.go.
+
+// contender is one recognised node of a line.
+type contender struct {
+	name   string
+	seq    int32
+	reader bool
+}
+
+// blocks reports whether c, queued earlier, blocks a contender that is a
+// reader (reader) or not. Writers (and mutex holders, and election
+// candidates) wait for everything earlier; readers wait only for earlier
+// writers.
+func blocks(c contender, reader bool) bool { return !reader || !c.reader }
+
+// blocker returns the index of the contender that q[i] watches — the
+// nearest earlier one that blocks it — or -1 when q[i] holds.
+func blocker(q []contender, i int) int {
+	for j := i - 1; j >= 0; j-- {
+		if blocks(q[j], q[i].reader) {
+			return j
+		}
+	}
+	return -1
+}
+
+// line is one recipe path and the names that count as contenders there.
+type line struct {
+	s     *Session
+	dir   string
+	kinds []kind
+
+	beforeWatch func(pred string) // test hook: runs between listing and watching
+}
+
+// contenders lists the line, sorted by sequence number.
+func (q *line) contenders(ctx context.Context) ([]contender, error) {
+	kids, err := q.s.children(ctx, q.dir)
+	if err != nil {
+		return nil, err
+	}
+	return q.sorted(kids)
+}
+
+func (q *line) sorted(kids []string) ([]contender, error) {
+	cs := make([]contender, 0, len(kids))
+	for _, k := range kids {
+		if c, ok := parseContender(k, q.kinds); ok {
+			if c.seq < 0 {
+				return nil, fmt.Errorf("%w under %s (node %s)", ErrSequenceWrapped, q.dir, k)
+			}
+			cs = append(cs, c)
+		}
+	}
+	slices.SortFunc(cs, func(a, b contender) int { return int(a.seq) - int(b.seq) })
+	return cs, nil
+}
+
+// ticket is one contender's place in a line: its node.
+type ticket struct {
+	protectedNode
+	q     *line
+	kind  kind
+	token int64 // fencing token, set when it holds (see wait)
+}
+
+// enter creates a node of kind k with data in the line. On error nothing of
+// it is left behind.
+func (q *line) enter(ctx context.Context, k kind, data []byte) (*ticket, error) {
+	t := &ticket{protectedNode: newProtectedNode(q.s, q.dir), q: q, kind: k}
+	if err := t.create(ctx, k.marker, data); err != nil {
+		t.leave(ctx)
+		return nil, err
+	}
+	return t, nil
+}
+
+// wait blocks until the ticket holds. With try, it returns ErrLocked instead
+// of waiting.
+//
+// It lists the line, and watches the nearest node that blocks the ticket,
+// with a read that fails if that node is already gone (then it lists
+// again: nothing slips between listing and watching). When the watched node
+// goes, it lists again: that listing is what shows both that no blocker is
+// left and that the ticket's own node is still there. A listing without
+// the node (deleted by another client, say) ends the wait with ErrNodeLost
+// instead of a holding nobody owns.
+//
+// The node is known to be this session's: either our own create returned it
+// (the server answered on our session), or, after a connection loss, find
+// checked its ephemeralOwner.
+//
+// The fencing token is the pzxid of the listing that shows no blocker: the
+// zxid of the last change to the line's children when the ticket was found
+// holding. Each holder's listing came after the deletion of every node that
+// blocked it, and a deletion is such a change, so a holder's token is above
+// the zxid at which each earlier holder it waited for let go, and so above
+// that holder's token (taken while it still held). Tokens therefore
+// strictly increase from one holder to the next, even when the path is
+// deleted and made again (zxids never repeat), without a read of their own.
+func (t *ticket) wait(ctx context.Context, try bool) error {
+	s, q := t.q.s, t.q
+	lost := func() error {
+		if err := s.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %s", ErrNodeLost, t.path())
+	}
+	for {
+		kids, parent, err := t.list(ctx)
+		if err != nil {
+			return err
+		}
+		p, err := t.locate(kids)
+		if err != nil {
+			return err
+		}
+		if !p.listed {
+			return lost()
+		}
+		if p.blocker == "" {
+			t.token = parent.Pzxid
+			return nil
+		}
+		if try {
+			return ErrLocked
+		}
+		if err := t.await(ctx, q.dir+"/"+p.blocker); err != nil {
+			return err
+		}
+	}
+}
+
+// place is where a ticket stands in one listing of its line.
+type place struct {
+	listed  bool   // the ticket's node is in the listing
+	blocker string // the nearest earlier contender that blocks it; "" if none: it holds
+}
+
+// locate finds the ticket's place in a listing in one pass, without sorting
+// it (a waiter does this on every wake-up, over the whole line). It finds
+// what blocker would in the sorted line.
+func (t *ticket) locate(kids []string) (place, error) {
+	me, ok := parseContender(t.name, t.q.kinds)
+	switch {
+	case !ok:
+		return place{}, errorf("%s: not a contender node name", t.path())
+	case me.seq < 0:
+		return place{}, fmt.Errorf("%w under %s (node %s)", ErrSequenceWrapped, t.q.dir, t.name)
+	}
+	var p place
+	var nearest int32 = -1
+	for _, k := range kids {
+		c, ok := parseContender(k, t.q.kinds)
+		switch {
+		case !ok:
+		case c.seq < 0:
+			return place{}, fmt.Errorf("%w under %s (node %s)", ErrSequenceWrapped, t.q.dir, k)
+		case k == t.name:
+			p.listed = true
+		case c.seq < me.seq && c.seq > nearest && blocks(c, me.reader):
+			nearest, p.blocker = c.seq, k
+		}
+	}
+	return p, nil
+}
+
+// await watches pred until it is deleted, or returns at once if it is
+// already gone. It watches with getData, as Curator does: the read fails,
+// setting no watch, if pred is gone.
+func (t *ticket) await(ctx context.Context, pred string) error {
+	if t.q.beforeWatch != nil {
+		t.q.beforeWatch(pred)
+	}
+	return t.s.awaitDeleted(ctx, pred, t.s.dataStatW, nil)
+}
+
+// requeue deletes the ticket's node and queues a new node of the same kind
+// at the back in one multi: one write (one disk sync on the server) instead
+// of two. It returns the new ticket, not yet waited for. If the multi was
+// not applied (its answer was lost and the new node is not there), the old
+// ticket still holds and requeue returns an error wrapping ErrConnectionLoss.
+func (t *ticket) requeue(ctx context.Context, data []byte) (*ticket, error) {
+	s := t.q.s
+	n := &ticket{protectedNode: newProtectedNode(s, t.q.dir), q: t.q, kind: t.kind}
+	base := t.q.dir + "/" + n.prefix + t.kind.marker
+	s.stats.deletes.Add(1)
+	s.stats.creates.Add(1)
+	call := s.c.MultiAsync(s.c.DeleteOp(t.path(), -1),
+		s.c.CreateOp(base, data, zkclient.EphemeralSequential, s.acl))
+	s.stats.listings.Add(1)
+	n.first = s.c.ChildrenAsync(t.q.dir)
+	res, err := call.Wait(ctx)
+	switch {
+	case errors.Is(err, ErrConnectionLoss):
+		n.first = nil
+		if err := s.awaitUp(ctx); err != nil {
+			return nil, err
+		}
+		found, ferr := n.find(ctx)
+		if ferr != nil {
+			return nil, ferr
+		}
+		if found == "" {
+			return nil, err
+		}
+		n.name = found
+		return n, nil
+	case err != nil:
+		return nil, err
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			return nil, errorf("requeue in %s: %w", t.q.dir, r.Err)
+		}
+	}
+	n.name = res[1].Path[len(t.q.dir)+1:]
+	return n, nil
+}
+
+// A ticket leaves the line by deleting its node: see protectedNode.leave.
