@@ -38,9 +38,9 @@ type Contender struct {
 // Contenders is a snapshot of the line of contenders under one path.
 type Contenders struct {
 	Path    string
-	Exists  bool         // whether the path exists
+	Exists  bool        // whether the path exists
 	Entries []Contender // the contenders, in line order
-	Others  []string     // the children that are not contenders, sorted
+	Others  []string    // the children that are not contenders, sorted
 }
 
 // Inspect returns the line of contenders under path as the lock and election recipes
