@@ -590,3 +590,33 @@ func leaderNode(b *testing.B, addr, path string, owner int64) string {
 	b.Fatalf("no node of session 0x%x under %s", owner, path)
 	return ""
 }
+
+// TestElectionObserveNewLeadership: a leadership handed to another
+// participant advertising the same value is a change, reported again.
+func TestElectionObserveNewLeadership(t *testing.T) {
+	e := newEnv(t)
+	path := e.path + "/election"
+	ctx := ctxTimeout(t, time.Minute)
+	obs, err := zkrecipes.NewElection(e.session(), path, "observer").Observe(ctx)
+	must(t, err, "Observe")
+	defer obs.Close()
+	next := func(want string) {
+		t.Helper()
+		if got, err := nextWithin(obs, 20*time.Second); err != nil || got != want {
+			t.Fatalf("Observe delivered %q (%v), want %q", got, err, want)
+		}
+	}
+	next("")
+	first := zkrecipes.NewElection(e.session(), path, "same")
+	must(t, first.Campaign(ctx), "first: Campaign")
+	next("same")
+	second := zkrecipes.NewElection(e.session(), path, "same")
+	done := async(func() error { return second.Campaign(ctx) })
+	e.waitFor("the second to queue", func() bool { return len(e.children(path)) == 2 })
+	must(t, first.Resign(ctx), "first: Resign")
+	must(t, result(t, done, "second: Campaign"), "second: Campaign")
+	next("same")
+	must(t, second.Resign(ctx), "second: Resign")
+	next("")
+	e.empty(path)
+}
