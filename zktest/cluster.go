@@ -45,7 +45,8 @@ type Cluster struct {
 // directories, and returns an error that quotes the end of the failing
 // member's log. If a member found its port taken by another process, Start
 // tries again with new ports. If Java or ZooKeeper is missing, Start
-// returns the error of Available.
+// returns an error that says so (SkipOrFail skips a test for it), or, when
+// [ServerEnv] allows, runs the embedded server instead.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	opts = opts.withDefaults()
 	if err := checkSASLUsers(opts.SASLUsers); err != nil {
@@ -64,7 +65,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	j, err := findJVM()
 	if err != nil {
-		return nil, err
+		return nil, needsReal(opts, err)
 	}
 	if opts.TLS && !j.netty {
 		return nil, &unavailableError{"Options.TLS needs Netty's jars on the class path (" + nettyHint + ")"}
@@ -254,6 +255,10 @@ func (c *Cluster) member(i int) *member {
 	}
 	return c.members[i]
 }
+
+// Embedded reports whether c is the embedded zkserver rather than real
+// ZooKeeper (see [ServerEnv]).
+func (c *Cluster) Embedded() bool { return c.emb != nil }
 
 // Addrs returns the client addresses ("127.0.0.1:port") of all members in
 // index order. The slice is a copy.
