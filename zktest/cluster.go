@@ -320,19 +320,22 @@ func (c *Cluster) Kill(i int) error {
 // member that is not running does nothing. The pause holds until Resume,
 // Stop or Kill even if something else sends the member SIGCONT (a stall
 // injector freezing and thawing the test's process tree): it is stopped
-// again within milliseconds. (With ZKTEST_SERVER=zkserver the embedded
-// server cannot be paused: Pause returns an error.)
+// again within milliseconds. (The embedded server cannot be paused:
+// Pause returns an error for which SkipOrFail skips the test outside CI.)
 func (c *Cluster) Pause(i int) error {
 	if c.member(i) == nil {
-		return errors.New("zktest: the embedded server cannot be paused")
+		return errEmbeddedPause
 	}
 	return c.member(i).pause()
 }
 
+// errEmbeddedPause is what Pause and Resume return for the embedded server.
+var errEmbeddedPause = &unavailableError{"pausing a member needs real ZooKeeper: the embedded server cannot be paused"}
+
 // Resume lets member i go on after Pause (SIGCONT).
 func (c *Cluster) Resume(i int) error {
 	if c.member(i) == nil {
-		return errors.New("zktest: the embedded server cannot be paused")
+		return errEmbeddedPause
 	}
 	return c.member(i).resume()
 }
