@@ -330,7 +330,7 @@ func (c *Cluster) Pause(i int) error {
 }
 
 // errEmbeddedPause is what Pause and Resume return for the embedded server.
-var errEmbeddedPause = &unavailableError{"pausing a member needs real ZooKeeper: the embedded server cannot be paused"}
+var errEmbeddedPause = &unavailableError{"real ZooKeeper is needed (pausing a member): the embedded server cannot be paused"}
 
 // Resume lets member i go on after Pause (SIGCONT).
 func (c *Cluster) Resume(i int) error {

@@ -68,7 +68,7 @@ func realOnly(opts Options) string {
 	case opts.RealZooKeeper:
 		return "Options.RealZooKeeper"
 	case opts.Servers > 1:
-		return fmt.Sprintf("an ensemble (%d members)", opts.Servers)
+		return fmt.Sprintf("an ensemble of %d members", opts.Servers)
 	case opts.TLS:
 		return "Options.TLS"
 	case opts.Kerberos != nil:
@@ -88,7 +88,7 @@ func useEmbedded(opts Options) (bool, error) {
 func needsReal(opts Options, err error) error {
 	var u *unavailableError
 	if why := realOnly(opts); why != "" && errors.As(err, &u) {
-		return &unavailableError{why + " needs real ZooKeeper, which is not installed: " + u.msg}
+		return &unavailableError{"real ZooKeeper is needed (" + why + ") and not installed: " + u.msg}
 	}
 	return err
 }

@@ -115,7 +115,7 @@ func TestFallbackToEmbedded(t *testing.T) {
 			c.Close()
 			t.Fatalf("Start(%+v) without ZooKeeper succeeded", opts)
 		}
-		if !isUnavailable(err) || !strings.Contains(err.Error(), "needs real ZooKeeper") {
+		if !isUnavailable(err) || !strings.Contains(err.Error(), "real ZooKeeper is needed") {
 			t.Errorf("Start(%+v) without ZooKeeper = %v, want an unavailable error saying it needs real ZooKeeper", opts, err)
 		}
 	}
