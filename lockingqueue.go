@@ -353,7 +353,10 @@ func (it *QueueItem) consume(ctx context.Context) error {
 
 // Release gives the item back to the queue, unprocessed, by deleting its
 // lock (even if ctx is already cancelled): another consumer may take it
-// at once. A lock that is no longer this session's is left alone. It
+// at once. A lock that is no longer this session's is left alone. When the
+// server does not answer within the session timeout, the error wraps
+// ErrReleaseUnconfirmed and the lock is deleted in the background (if it is
+// still this session's) once the server answers, as Consume does. It
 // returns an error wrapping ErrNotHeld if the item was already consumed or
 // released.
 func (it *QueueItem) Release(ctx context.Context) error {
@@ -362,6 +365,10 @@ func (it *QueueItem) Release(ctx context.Context) error {
 	}
 	it.h.end()
 	if err := it.unlock(ctx); err != nil {
+		if it.q.s.Err() == nil {
+			it.q.unlockLater(it.name)
+			err = fmt.Errorf("%w: giving the item back in the background (%w)", ErrReleaseUnconfirmed, err)
+		}
 		return errorf("release %s/%s: %w", it.q.entries, it.name, err)
 	}
 	return nil

@@ -322,3 +322,36 @@ func TestLockingQueueTakeAnswerLost(t *testing.T) {
 	must(t, err, "another consumer's Take")
 	must(t, it.Consume(ctx), "another consumer's Consume")
 }
+
+// A Release the server does not answer within the session timeout reports
+// ErrReleaseUnconfirmed, and gives the item back in the background once the
+// server answers, while the session lives: the item is not kept from every
+// other consumer until the session ends.
+func TestLockingQueueReleaseUnconfirmed(t *testing.T) {
+	e := newEnv(t)
+	path := e.path + "/q"
+	ctx := ctxTimeout(t, 60*time.Second)
+	must(t, zkrecipes.NewLockingQueue(e.session(), path).Offer(ctx, []byte("x")), "Offer")
+	p := e.proxy()
+	t.Cleanup(p.Pass)
+	consumer := e.sessionOn([]string{p.Addr()}, zkrecipes.WithSessionTimeout(zktest.Bound(2*time.Second)))
+	it, err := zkrecipes.NewLockingQueue(consumer, path).Take(ctx)
+	must(t, err, "Take")
+
+	p.PauseReplies() // the server hears the consumer (its session lives) but never answers
+	err = it.Release(ctx)
+	if !errors.Is(err, zkrecipes.ErrReleaseUnconfirmed) {
+		t.Fatalf("Release without an answer = %v, want ErrReleaseUnconfirmed", err)
+	}
+	if got := e.children(path + "/taken"); len(got) != 1 {
+		t.Fatalf("locks while the consumer hears nothing: %v, want its lock still there", got)
+	}
+	p.Pass()
+	e.waitFor("the item given back in the background", func() bool { return len(e.children(path+"/taken")) == 0 })
+	if err := consumer.Err(); err != nil {
+		t.Fatalf("the consumer's session ended (%v): the lock went with it, not with the give-back", err)
+	}
+	it, err = zkrecipes.NewLockingQueue(e.session(), path).Take(ctx)
+	must(t, err, "another consumer's Take")
+	must(t, it.Consume(ctx), "another consumer's Consume")
+}

@@ -278,6 +278,9 @@ func (w *dataWorker) lqTake(ctx context.Context, gen int32, q *zkrecipes.Locking
 	if !lost && w.rng.IntN(5) == 0 {
 		if err := it.Release(rctx); err != nil {
 			r.fail(id, gen, ResLQueue, OpLQRelease, err)
+			// Given back in the background if not confirmed: the lock
+			// must go while the session lives.
+			r.orphans(ctx, w.c, gen, ResLQueue, locks, OpLQRelease)
 		}
 		return
 	}
