@@ -14,22 +14,12 @@ import (
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
-// NodeOption configures a PersistentNode.
+// NodeOption configures a PersistentNode or a PersistentTTLNode.
 type NodeOption func(*nodeConfig)
 
 type nodeConfig struct {
 	mode  zkclient.CreateMode
 	renew func(context.Context) (*Session, error)
-}
-
-// WithNodeMode sets the kind of node a PersistentNode keeps: Ephemeral (the
-// default), EphemeralSequential, Persistent, PersistentSequential or
-// Container. A sequential node gets its number once, at the first create
-// (with Curator's protected prefix, "_c_<uuid>-", before the last segment,
-// so that a create whose answer was lost is found again); it is re-created
-// under that same name. The TTL modes are for NewPersistentTTLNode.
-func WithNodeMode(mode zkclient.CreateMode) NodeOption {
-	return func(c *nodeConfig) { c.mode = mode }
 }
 
 // WithSessionRenewal makes a PersistentNode outlive its session: once the
@@ -48,8 +38,8 @@ func WithSessionRenewal(renew func(ctx context.Context) (*Session, error)) NodeO
 // is not closed, like Apache Curator's PersistentNode: whoever deletes the
 // node, and whatever happens to the connection, it is made again, and,
 // with WithSessionRenewal, again on a new session after the session
-// expired. The node is ephemeral by default (WithNodeMode for other kinds),
-// so it is gone soon after the process dies.
+// expired. Its mode is given as to Session.Create; an ephemeral node is
+// gone soon after the process dies.
 //
 // The node is watched (one watch, one goroutine): its deletion is seen
 // from the watch's event, which the client restores after a reconnection,
@@ -94,13 +84,18 @@ type PersistentNode struct {
 	closed  bool
 }
 
-// CreatePersistentNode creates the node at path with data on the session s
-// and keeps it until Close. It returns once the node exists (after waiting,
-// if need be, for another session's ephemeral node of that name to go), or
-// with an error when ctx ends first or the node cannot be made; then
-// nothing of it is left on the server.
-func CreatePersistentNode(ctx context.Context, s *Session, path string, data []byte, opts ...NodeOption) (*PersistentNode, error) {
-	cfg := nodeConfig{mode: zkclient.Ephemeral}
+// CreatePersistentNode creates the node at path with data in mode on the
+// session s and keeps it until Close. mode is Ephemeral,
+// EphemeralSequential, Persistent, PersistentSequential or Container; the
+// TTL modes are for CreatePersistentTTLNode. A sequential node gets its
+// number once, at the first create (with Curator's protected prefix,
+// "_c_<uuid>-", before the last segment, so that a create whose answer was
+// lost is found again); it is re-created under that same name. It returns
+// once the node exists (after waiting, if need be, for another session's
+// ephemeral node of that name to go), or with an error when ctx ends first
+// or the node cannot be made; then nothing of it is left on the server.
+func CreatePersistentNode(ctx context.Context, s *Session, path string, data []byte, mode zkclient.CreateMode, opts ...NodeOption) (*PersistentNode, error) {
+	cfg := nodeConfig{mode: mode}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -565,25 +560,21 @@ type PersistentTTLNode struct {
 }
 
 // CreatePersistentTTLNode creates the node at path with data and its touch
-// child on the session s, and keeps both until Close. Of the options,
-// WithSessionRenewal applies; WithNodeMode is refused (the node is a
-// container). It returns once both exist, or with an error (ctx ended, no
-// TTL support) leaving nothing behind.
-func CreatePersistentTTLNode(ctx context.Context, s *Session, path string, ttl time.Duration, data []byte, opts ...NodeOption) (*PersistentTTLNode, error) {
-	cfg := nodeConfig{mode: -1}
+// child, with the TTL ttl (given last, as to Session.CreateTTL), on the
+// session s, and keeps both until Close. The node is a container; of the
+// options, WithSessionRenewal applies. It returns once both exist, or with
+// an error (ctx ended, no TTL support) leaving nothing behind.
+func CreatePersistentTTLNode(ctx context.Context, s *Session, path string, data []byte, ttl time.Duration, opts ...NodeOption) (*PersistentTTLNode, error) {
+	cfg := nodeConfig{mode: zkclient.Container}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
-	switch {
-	case cfg.mode != -1:
-		return nil, errorf("persistent TTL node %s: %w: a create mode", path, ErrInvalidArgument)
-	case ttl < 2*time.Millisecond:
+	if ttl < 2*time.Millisecond {
 		return nil, errorf("persistent TTL node %s: %w: TTL %v", path, ErrInvalidArgument, ttl)
 	}
-	cfg.mode = zkclient.Container
 	n, err := newPersistentNode(s, path, data, cfg).start(ctx)
 	if err != nil {
 		return nil, err

@@ -163,10 +163,17 @@ func (s *Session) removeOwnLater(p string) {
 // ensurePath creates p and its missing ancestors as container nodes, which
 // the server removes once they are empty.
 func (s *Session) ensurePath(ctx context.Context, p string) error {
-	for _, q := range append(parents(p), p) {
+	return s.makePath(ctx, append(parents(p), p), zkclient.Container, s.acl)
+}
+
+// makePath creates each of paths, outermost first, that is missing, with
+// no data, in mode, with acl; each create is sent again after a connection
+// loss.
+func (s *Session) makePath(ctx context.Context, paths []string, mode zkclient.CreateMode, acl []zkclient.ACL) error {
+	for _, q := range paths {
 		err := retry(ctx, s, func() error {
 			s.stats.creates.Add(1)
-			_, err := s.c.Create(ctx, q, nil, zkclient.Container, s.acl)
+			_, err := s.c.Create(ctx, q, nil, mode, acl)
 			return err
 		})
 		if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
