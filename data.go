@@ -45,11 +45,8 @@ func (s *Session) Create(ctx context.Context, path string, data []byte, mode zkc
 // (ZooKeeper 3.5.3+); otherwise the create fails with
 // zkclient.ErrUnimplemented.
 func (s *Session) CreateTTL(ctx context.Context, path string, data []byte, mode zkclient.CreateMode, acl []zkclient.ACL, ttl time.Duration) (zkclient.Created, error) {
-	if acl == nil {
-		acl = s.acl
-	}
-	s.stats.creates.Add(1)
-	return s.c.CreateTTL(ctx, path, data, mode, acl, ttl)
+	made, _, err := s.create(ctx, path, data, creating{mode: mode, ttl: ttl, acl: acl, stat: true})
+	return made, err
 }
 
 // CreateParents creates the missing ancestors of path (not path itself),
@@ -63,9 +60,6 @@ func (s *Session) CreateParents(ctx context.Context, path string, mode zkclient.
 	if err := checkPath(path); err != nil {
 		return err
 	}
-	if acl == nil {
-		acl = s.acl
-	}
 	return s.makePath(ctx, parents(path), mode, acl)
 }
 
@@ -73,7 +67,8 @@ func (s *Session) CreateParents(ctx context.Context, path string, mode zkclient.
 // its Stat, as zkclient.Client.Get does; the Session sends it again after a
 // connection loss.
 func (s *Session) Get(ctx context.Context, path string) ([]byte, zkclient.Stat, error) {
-	return s.getData(ctx, path)
+	r, err := s.read(ctx, path, reading{op: readData})
+	return r.data, r.st, err
 }
 
 // Set writes the node's data if its version is version (-1: any version)
@@ -99,7 +94,7 @@ func (s *Session) Delete(ctx context.Context, path string, version int32) error 
 // session) can leave part of the tree. It costs one listing and one delete
 // per node.
 func (s *Session) DeleteTree(ctx context.Context, path string) error {
-	if _, err := s.stat(ctx, path); err != nil {
+	if _, err := s.read(ctx, path, reading{op: readStat}); err != nil {
 		return err
 	}
 	return s.deleteTree(ctx, path)
@@ -107,14 +102,14 @@ func (s *Session) DeleteTree(ctx context.Context, path string) error {
 
 func (s *Session) deleteTree(ctx context.Context, p string) error {
 	for {
-		kids, err := s.children(ctx, p)
+		r, err := s.read(ctx, p, reading{op: readChildren})
 		if errors.Is(err, zkclient.ErrNoNode) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		for _, k := range kids {
+		for _, k := range r.kids {
 			if err := s.deleteTree(ctx, zkpath.Join(p, k)); err != nil {
 				return err
 			}
@@ -131,20 +126,20 @@ func (s *Session) deleteTree(ctx context.Context, p string) error {
 // as zkclient.Client.Children does; the Session sorts the names and sends
 // the request again after a connection loss.
 func (s *Session) Children(ctx context.Context, path string) ([]string, zkclient.Stat, error) {
-	kids, st, err := s.childrenStat(ctx, path)
-	slices.Sort(kids)
-	return kids, st, err
+	r, err := s.read(ctx, path, reading{op: readChildren})
+	slices.Sort(r.kids)
+	return r.kids, r.st, err
 }
 
 // Exists returns the node's Stat and true, or false (and no error) if
 // there is no node at path, as zkclient.Client.Exists does; the Session
 // sends it again after a connection loss.
 func (s *Session) Exists(ctx context.Context, path string) (zkclient.Stat, bool, error) {
-	st, err := s.stat(ctx, path)
+	r, err := s.read(ctx, path, reading{op: readStat})
 	if errors.Is(err, zkclient.ErrNoNode) {
 		return zkclient.Stat{}, false, nil
 	}
-	return st, err == nil, err
+	return r.st, err == nil, err
 }
 
 // Sync makes the server this session is connected to catch up with the
@@ -189,30 +184,16 @@ func (s *Session) Multi(ctx context.Context, ops ...zkclient.Op) ([]zkclient.OpR
 // waiting. A missing node is an error wrapping zkclient.ErrNoNode, and no
 // watch is set. As zkclient.Client.GetW, sent again after a connection loss.
 func (s *Session) GetW(ctx context.Context, path string) ([]byte, zkclient.Stat, *zkclient.Watch, error) {
-	var data []byte
-	var st zkclient.Stat
-	var w *zkclient.Watch
-	err := retry(ctx, s, func() (err error) {
-		s.stats.reads.Add(1)
-		data, st, w, err = s.c.GetW(ctx, path)
-		return err
-	})
-	return data, st, w, err
+	r, err := s.read(ctx, path, reading{op: readData, watch: true})
+	return r.data, r.st, r.w.w, err
 }
 
 // ExistsW returns the node's Stat and whether it exists, and sets a one-shot
 // watch that fires when it is created, changed or deleted. As
 // zkclient.Client.ExistsW, sent again after a connection loss.
 func (s *Session) ExistsW(ctx context.Context, path string) (zkclient.Stat, bool, *zkclient.Watch, error) {
-	var st zkclient.Stat
-	var ok bool
-	var w *zkclient.Watch
-	err := retry(ctx, s, func() (err error) {
-		s.stats.reads.Add(1)
-		st, ok, w, err = s.c.ExistsW(ctx, path)
-		return err
-	})
-	return st, ok, w, err
+	r, err := s.read(ctx, path, reading{op: readStat, watch: true})
+	return r.st, r.ok && err == nil, r.w.w, err
 }
 
 // ChildrenW returns the node's children and its Stat, and sets a one-shot
@@ -220,25 +201,18 @@ func (s *Session) ExistsW(ctx context.Context, path string) (zkclient.Stat, bool
 // deleted. As zkclient.Client.ChildrenW; the Session sorts the names and
 // sends the request again after a connection loss.
 func (s *Session) ChildrenW(ctx context.Context, path string) ([]string, zkclient.Stat, *zkclient.Watch, error) {
-	var kids []string
-	var st zkclient.Stat
-	var w *zkclient.Watch
-	err := retry(ctx, s, func() (err error) {
-		s.stats.listings.Add(1)
-		kids, st, w, err = s.c.ChildrenW(ctx, path)
-		return err
-	})
-	slices.Sort(kids)
-	return kids, st, w, err
+	r, err := s.read(ctx, path, reading{op: readChildren, watch: true})
+	slices.Sort(r.kids)
+	return r.kids, r.st, r.w.w, err
 }
 
 // AddWatch sets a persistent watch on path (ZooKeeper 3.6+): every change
 // of the node (with recursive, of every node under it too) is delivered,
 // in order, none dropped, until Remove or the session's end. It survives
 // reconnections (as zkclient.Client.AddWatch; the Session sends the
-// request again after a connection loss). Node creations, data changes and deletions are reported;
-// a recursive watch reports no child-list changes (the creations and
-// deletions say it all).
+// request again after a connection loss). Node creations, data changes and
+// deletions are reported; a recursive watch reports no child-list changes
+// (the creations and deletions say it all).
 func (s *Session) AddWatch(ctx context.Context, path string, recursive bool) (*zkclient.PersistentWatch, error) {
 	var w *zkclient.PersistentWatch
 	err := retry(ctx, s, func() (err error) {

@@ -243,7 +243,8 @@ func (n *PersistentNode) Close(ctx context.Context) error {
 	var err error
 	if p != "" && !n.keep && s.Err() == nil {
 		cctx, cancel := s.cleanupContext(ctx)
-		st, e := s.stat(cctx, p)
+		rd, e := s.read(cctx, p, reading{op: readStat})
+		st := rd.st
 		if e == nil && (st.EphemeralOwner == s.ID() || st.EphemeralOwner == 0 && !n.mode.Ephemeral()) {
 			e = s.remove(cctx, p)
 		}
@@ -394,12 +395,12 @@ func (n *PersistentNode) ensure(ctx context.Context, s *Session) error {
 		data := bytes.Clone(n.data)
 		n.unsent = false
 		n.mu.Unlock()
-		made, err := s.create(ctx, p, data, mode)
+		made, _, err := s.create(ctx, p, data, creating{mode: mode, wait: s.createWait})
 		n.opMu.Unlock()
 		switch {
 		case err == nil:
 			n.mu.Lock()
-			n.actual = made
+			n.actual = made.Path
 			n.mu.Unlock()
 			return nil
 		case errors.Is(err, ErrConnectionLoss):
@@ -414,10 +415,8 @@ func (n *PersistentNode) ensure(ctx context.Context, s *Session) error {
 			}
 		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
 			missing++
-			if i := strings.LastIndexByte(p, '/'); i > 0 {
-				if err := s.ensurePath(ctx, p[:i]); err != nil {
-					return err
-				}
+			if err := s.makePath(ctx, parents(p), zkclient.Container, nil); err != nil {
+				return err
 			}
 		case errors.Is(err, zkclient.ErrNodeExists):
 			ours, err := n.existing(ctx, s, p, lost)
@@ -442,7 +441,8 @@ func (n *PersistentNode) ensure(ctx context.Context, s *Session) error {
 // another's ephemeral node, whose end existing waits for before it returns
 // to create again.
 func (n *PersistentNode) existing(ctx context.Context, s *Session, p string, lost bool) (ours bool, err error) {
-	st, ok, w, err := s.existsStatW(ctx, p)
+	rd, err := s.read(ctx, p, reading{op: readStat, watch: true})
+	st, ok, w := rd.st, rd.ok, rd.w
 	if err != nil {
 		return false, err
 	}
@@ -493,7 +493,8 @@ func (n *PersistentNode) find(ctx context.Context, s *Session, p string) (bool, 
 	if err := retry(ctx, s, func() error { return s.c.Sync(ctx, dir) }); err != nil {
 		return false, err
 	}
-	kids, err := s.children(ctx, dir)
+	rd, err := s.read(ctx, dir, reading{op: readChildren})
+	kids := rd.kids
 	if errors.Is(err, zkclient.ErrNoNode) {
 		return false, nil
 	}
@@ -505,7 +506,8 @@ func (n *PersistentNode) find(ctx context.Context, s *Session, p string) (bool, 
 			continue
 		}
 		q := strings.TrimSuffix(dir, "/") + "/" + k
-		st, err := s.stat(ctx, q)
+		rd, err := s.read(ctx, q, reading{op: readStat})
+		st := rd.st
 		if errors.Is(err, zkclient.ErrNoNode) {
 			continue
 		}
@@ -526,7 +528,7 @@ func (n *PersistentNode) find(ctx context.Context, s *Session, p string) (bool, 
 // or ctx ends. A node of p that is not ours any more (ours was deleted and
 // another session made one) counts as gone: ensure then waits for it.
 func (n *PersistentNode) watch(ctx context.Context, s *Session, p string) error {
-	return s.awaitDeleted(ctx, p, s.existsStatW, func(st zkclient.Stat) bool {
+	return s.awaitDeleted(ctx, p, readStat, func(st zkclient.Stat) bool {
 		return n.mode.Ephemeral() && st.EphemeralOwner != s.ID()
 	})
 }
@@ -621,12 +623,8 @@ func (t *PersistentTTLNode) touchOnce(ctx context.Context) error {
 	if !errors.Is(err, zkclient.ErrNoNode) {
 		return err
 	}
-	err = retry(ctx, s, func() error {
-		s.stats.creates.Add(1)
-		_, err := s.c.CreateTTL(ctx, t.touch, nil, zkclient.PersistentWithTTL, s.acl, t.ttl)
-		return err
-	})
-	if errors.Is(err, zkclient.ErrNodeExists) || errors.Is(err, zkclient.ErrNoNode) {
+	_, _, err = s.create(ctx, t.touch, nil, creating{mode: zkclient.PersistentWithTTL, ttl: t.ttl, resend: true, existing: true})
+	if errors.Is(err, zkclient.ErrNoNode) {
 		return nil
 	}
 	return err
