@@ -12,7 +12,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestAtomicLongLayout: Curator's 8 bytes, big-endian; a missing node (or
@@ -198,14 +197,20 @@ func TestCountersSessionEnd(t *testing.T) {
 		t.Errorf("value %d after a cancelled Add, want 7", v)
 	}
 
-	watch := c.Watch(ctx)
-	<-watch
+	watch, err := c.Watch(ctx)
+	must(t, err, "Watch")
+	defer watch.Close()
 	e.expire(s)
-	for open := true; open; {
-		select {
-		case _, open = <-watch:
-		case <-time.After(zktest.Bound(20 * time.Second)):
+	for {
+		_, err := nextWithin(watch, 20*time.Second)
+		if errors.Is(err, context.DeadlineExceeded) {
 			t.Fatal("the watch of an expired session is still open after 20s")
+		}
+		if err != nil {
+			if !errors.Is(err, zkrecipes.ErrSessionExpired) {
+				t.Errorf("the watch of an expired session ended with %v, want ErrSessionExpired", err)
+			}
+			break
 		}
 	}
 	if _, err := a.Add(ctx, 1); !errors.Is(err, zkrecipes.ErrSessionExpired) {

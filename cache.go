@@ -14,9 +14,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
-// ErrCacheClosed is what a Cache's Next and Err return once Close was called.
-var ErrCacheClosed = errors.New("zkrecipes: cache closed")
-
 // CacheEventType is the kind of a CacheEvent.
 type CacheEventType int
 
@@ -208,7 +205,7 @@ func NewCache(ctx context.Context, s *Session, path string, opts ...CacheOption)
 		return err
 	})
 	if err != nil {
-		c.states.Stop()
+		c.states.Close()
 		return nil, errorf("cache %s: %w", path, err)
 	}
 	for {
@@ -224,7 +221,7 @@ func NewCache(ctx context.Context, s *Session, path string, opts ...CacheOption)
 		cctx, cancel := s.cleanupContext(ctx)
 		c.w.Remove(cctx)
 		cancel()
-		c.states.Stop()
+		c.states.Close()
 		return nil, errorf("cache %s: initial load: %w", path, err)
 	}
 	c.emitInitialized()
@@ -273,10 +270,12 @@ func (c *Cache) Len() int {
 	return len(c.nodes)
 }
 
-// Next returns the next change of the copy, waiting while ctx allows. Events
-// are queued without bound until read. Once the Cache has stopped (Close,
-// or the session's end) Next returns what is queued, then the reason (see
-// Err). With WithoutEvents it fails at once with ErrInvalidArgument.
+// Next returns the next change of the copy, waiting while ctx allows.
+// Unlike a [Stream]'s, which merges the changes a slow reader has not seen,
+// a Cache's events are queued without bound until read. Once the Cache has
+// stopped (Close, or the session's end) Next returns what is queued, then,
+// at every call, the reason (see [Cache.Err]). With [WithoutEvents] it
+// fails at once with [ErrInvalidArgument].
 func (c *Cache) Next(ctx context.Context) (CacheEvent, error) {
 	if c.events == nil {
 		return CacheEvent{}, errorf("cache %s: %w: made WithoutEvents", c.root, ErrInvalidArgument)
@@ -299,8 +298,8 @@ func (c *Cache) Ready() <-chan struct{} {
 func (c *Cache) Done() <-chan struct{} { return c.done }
 
 // Err returns nil while the Cache follows the server, then why it stopped:
-// ErrCacheClosed, or an error wrapping ErrSessionExpired or
-// ErrSessionClosed.
+// [ErrStreamClosed] (Close was called), or an error wrapping
+// [ErrSessionExpired] or [ErrSessionClosed].
 func (c *Cache) Err() error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -316,13 +315,13 @@ func (c *Cache) Close() error {
 		first = true
 		c.cancel()
 		<-c.stopped
-		c.finish(ErrCacheClosed)
+		c.finish(ErrStreamClosed)
 		ctx, cancel := c.s.cleanupContext(context.Background())
 		defer cancel()
 		if err := c.w.Remove(ctx); err != nil {
 			c.closeErr = errorf("cache %s: remove watch: %w", c.root, err)
 		}
-		c.states.Stop()
+		c.states.Close()
 	})
 	if !first {
 		return nil

@@ -346,11 +346,11 @@ func TestCacheBasic(t *testing.T) {
 	e.waitCopy(c)
 
 	must(t, c.Close(), "close")
-	if _, err := c.Next(context.Background()); !errors.Is(err, zkrecipes.ErrCacheClosed) {
-		t.Fatalf("Next after Close: %v, want ErrCacheClosed", err)
+	if _, err := c.Next(context.Background()); !errors.Is(err, zkrecipes.ErrStreamClosed) {
+		t.Fatalf("Next after Close: %v, want ErrStreamClosed", err)
 	}
 	closed(t, c.Done(), "Done after Close")
-	if !errors.Is(c.Err(), zkrecipes.ErrCacheClosed) {
+	if !errors.Is(c.Err(), zkrecipes.ErrStreamClosed) {
 		t.Fatalf("Err after Close = %v", c.Err())
 	}
 	if data, _, ok := c.Get(root); !ok || string(data) != "again" {

@@ -455,39 +455,37 @@ func (d *Discovery) Instance(ctx context.Context, name, id string) (ServiceInsta
 	return inst, true, nil
 }
 
-// Watch returns a channel that receives the instances of the service name
-// (sorted by id) at once and again after every change: an instance
-// registered, unregistered (also by its session ending) or updated. A
-// service that does not exist has no instances, and is followed until it
-// is made. A slow receiver misses intermediate states but always gets the
-// latest. It costs one child watch on the service and one data watch per
-// instance (see WatchGroup). The channel is closed when ctx ends or the
-// session is over, and at once for an invalid base path or name.
-func (d *Discovery) Watch(ctx context.Context, name string) <-chan []ServiceInstance {
-	out := make(chan []ServiceInstance)
-	err := d.err
-	if err == nil {
-		err = d.checkSegment("service name", name)
+// Watch follows the instances of the service name, sorted by id, as a
+// [Stream]: its first Next returns the instances when the watch was set,
+// and each later one the instances after a change, an instance registered,
+// unregistered (also by its session ending) or updated, merged with the
+// changes made before Next was called. A service that does not exist has
+// no instances, and is followed until it is made. A node whose data is not
+// an instance is left out, and logged.
+//
+// Watch reads the service before it returns (ctx bounds that read only);
+// it returns an error for an invalid base path or name, or when that read
+// fails. The stream costs one child watch on the service and one data
+// watch per instance (see [WatchGroup]).
+func (d *Discovery) Watch(ctx context.Context, name string) (*Stream[[]ServiceInstance], error) {
+	what := fmt.Sprintf("watch service %q in %s", name, d.base)
+	if d.err != nil {
+		return nil, errorf("%s: %w", what, d.err)
 	}
-	if err != nil {
-		d.s.log.Warn("zkrecipes: service watch not started", "base", d.base, "service", name, "err", err)
-		close(out)
-		return out
+	if err := d.checkSegment("service name", name); err != nil {
+		return nil, errorf("%s: %w", what, err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	in := WatchGroup(ctx, d.s, d.base+"/"+name)
-	go func() {
-		defer close(out)
-		defer cancel()
-		for ms := range in {
-			select {
-			case out <- d.decode(name, ms):
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out
+	decode := func(ms []Member) []ServiceInstance { return d.decode(name, ms) }
+	return watchGroup(ctx, d.s, d.base+"/"+name, what, decode, sameInstances)
+}
+
+func sameInstances(a, b []ServiceInstance) bool {
+	return slices.EqualFunc(a, b, func(a, b ServiceInstance) bool {
+		return a.Name == b.Name && a.ID == b.ID && a.Address == b.Address &&
+			a.Port == b.Port && a.SSLPort == b.SSLPort && bytes.Equal(a.Payload, b.Payload) &&
+			a.RegistrationTime.Equal(b.RegistrationTime) && a.Type == b.Type &&
+			a.URISpec == b.URISpec && a.Disabled == b.Disabled
+	})
 }
 
 // decode turns a service's members into instances, leaving out (and

@@ -83,21 +83,19 @@ func TestDiscoveryRegister(t *testing.T) {
 	s1, s2 := e.session(), e.session()
 	d1, d2 := zkrecipes.NewDiscovery(s1, base), zkrecipes.NewDiscovery(s2, base)
 
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	watch := d2.Watch(wctx, "web")
+	watch, err := d2.Watch(ctx, "web")
+	must(t, err, "Watch")
+	defer watch.Close()
 	next := func(want ...string) []zkrecipes.ServiceInstance {
 		t.Helper()
-		select {
-		case got := <-watch:
-			if !slices.Equal(ids(got), want) {
-				t.Fatalf("watch: %v, want %v", ids(got), want)
-			}
-			return got
-		case <-time.After(zktest.Bound(20 * time.Second)):
-			t.Fatalf("watch: nothing after 20s, want %v", want)
-			return nil
+		got, err := nextWithin(watch, 20*time.Second)
+		if err != nil {
+			t.Fatalf("watch: nothing after 20s (%v), want %v", err, want)
 		}
+		if !slices.Equal(ids(got), want) {
+			t.Fatalf("watch: %v, want %v", ids(got), want)
+		}
+		return got
 	}
 	next()
 

@@ -88,6 +88,26 @@
 // accepted. [Mutex.HeldOp] makes a write in [Session.Multi] conditional on
 // still holding.
 //
+// # Watching
+//
+// Everything that follows a state on ZooKeeper is read the same way: a
+// value whose Next(ctx) returns the next update and, once it has ended,
+// at every call, why (the session expired or was closed, a server error,
+// or [ErrStreamClosed] after its own Close), and whose Close ends it.
+// [Election.Observe], [WatchGroup], [Discovery.Watch] and
+// [SharedCount.Watch] return a [Stream], which holds the latest state
+// only: a slow reader never works through a backlog. [Cache] and
+// [Session.States] queue every event instead, none dropped. A bad
+// argument is an error at the call that starts the stream.
+//
+//	leaders, err := election.Observe(ctx) // err: a bad path, or the first read failed
+//	...
+//	defer leaders.Close()
+//	for {
+//		leader, err := leaders.Next(ctx) // "" when nobody leads
+//		...
+//	}
+//
 // Every promise, with the test that holds it, is listed in the repository's
 // docs/guarantees.md.
 package zkrecipes

@@ -191,59 +191,59 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 	}
 }
 
-// Observe returns a channel that receives the leader's value (see Leader)
-// at once and again whenever leadership changes hands or the leader
-// proclaims a new value, "" meaning that nobody campaigns. A participant
-// that resigns and is elected again is a new leadership, reported again
-// with the same value. A slow receiver misses intermediate leaders and
-// values but always gets the latest. It costs one watch event per change. The channel is closed when ctx
-// ends or the session is over; cancel ctx to stop observing. It does not
-// need this participant to campaign.
-func (e *Election) Observe(ctx context.Context) <-chan string {
-	out := make(chan string)
+// Observe follows the leader's value (see [Election.Leader]) as a
+// [Stream], "" meaning that nobody campaigns: its first Next returns the
+// leader when the watch was set, and each later one the leader after a
+// change, leadership changing hands or the leader proclaiming a new value,
+// merged with the changes made before Next was called. A participant that
+// resigns and is elected again is a new leadership, reported again with
+// the same value. It does not need this participant to campaign.
+//
+// Observe reads the leader before it returns (ctx bounds that read only);
+// it returns an error for an invalid path or id, or when that read fails.
+// The stream costs one watch, and one watch event per change.
+func (e *Election) Observe(ctx context.Context) (*Stream[string], error) {
+	what := "observe election " + e.st.q.dir
 	if e.st.err != nil {
-		close(out)
-		return out
+		return nil, errorf("%s: %w", what, e.st.err)
 	}
-	go e.observe(ctx, out)
-	return out
-}
-
-func (e *Election) observe(ctx context.Context, out chan<- string) {
-	defer close(out)
+	node, leader, w, err := e.leaderW(ctx)
+	if err != nil {
+		w.stop()
+		return nil, errorf("%s: %w", what, err)
+	}
 	s := e.st.q.s
-	// The leader's node name (a new node is a new leadership) and value.
-	last, lastVal, sent := "", "", false
-	for {
-		node, leader, wake, err := e.leaderW(ctx)
-		if err != nil {
-			if s.Err() == nil && ctx.Err() == nil {
-				s.log.Warn("zkrecipes: election observer stopped", "path", e.st.q.dir, "err", err)
-			}
-			return
-		}
-		if !sent || node != last || leader != lastVal {
+	st := newStream(leader, func(a, b string) bool { return a == b })
+	st.run(s, what, func(ctx context.Context) error {
+		var gen uint64 // a leadership is its node: gen counts them
+		for {
 			select {
-			case out <- leader:
-				last, lastVal, sent = node, leader, true
+			case <-w.event():
 			case <-ctx.Done():
-				return
+				w.stop()
+				return ctx.Err()
+			case <-s.Done():
+				return s.Err()
 			}
+			n, leader, nw, err := e.leaderW(ctx)
+			if err != nil {
+				nw.stop()
+				return err
+			}
+			if n != node {
+				node, gen = n, gen+1
+			}
+			w = nw
+			st.emit(leader, gen)
 		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return
-		case <-s.Done():
-			return
-		}
-	}
+	})
+	return st, nil
 }
 
 // leaderW returns the leader's node name and value ("" when nobody campaigns)
 // and a watch that fires when that may change: on the leader's node, or,
 // without a leader, on the election's children or on the path's creation.
-func (e *Election) leaderW(ctx context.Context) (node, id string, wake <-chan zkclient.Event, err error) {
+func (e *Election) leaderW(ctx context.Context) (node, id string, wake watched, err error) {
 	s, dir := e.st.q.s, e.st.q.dir
 	for {
 		cs, err := e.st.q.contenders(ctx)
@@ -251,16 +251,16 @@ func (e *Election) leaderW(ctx context.Context) (node, id string, wake <-chan zk
 			rd, err := s.read(ctx, dir, reading{op: readStat, watch: true})
 			ok, w := rd.ok, rd.w
 			if err != nil {
-				return "", "", nil, err
+				return "", "", watched{}, err
 			}
 			if !ok {
-				return "", "", w.event(), nil
+				return "", "", w, nil
 			}
 			w.stop()
 			continue
 		}
 		if err != nil {
-			return "", "", nil, err
+			return "", "", watched{}, err
 		}
 		if len(cs) == 0 {
 			rd, err := s.read(ctx, dir, reading{op: readChildren, watch: true})
@@ -269,10 +269,10 @@ func (e *Election) leaderW(ctx context.Context) (node, id string, wake <-chan zk
 				continue
 			}
 			if err != nil {
-				return "", "", nil, err
+				return "", "", watched{}, err
 			}
 			if cs, err = e.st.q.sorted(kids); err != nil || len(cs) == 0 {
-				return "", "", w.event(), err
+				return "", "", w, err
 			}
 			// Somebody arrived since the first listing; that child
 			// watch fires at the next change and wakes us needlessly
@@ -284,8 +284,8 @@ func (e *Election) leaderW(ctx context.Context) (node, id string, wake <-chan zk
 			continue
 		}
 		if err != nil {
-			return "", "", nil, err
+			return "", "", watched{}, err
 		}
-		return cs[0].name, string(data), w.event(), nil
+		return cs[0].name, string(data), w, nil
 	}
 }

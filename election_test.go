@@ -158,8 +158,8 @@ func TestElectionChurn(t *testing.T) {
 
 	obsSession := e.session()
 	observer := zkrecipes.NewElection(obsSession, path, "observer")
-	octx, ocancel := context.WithCancel(ctx)
-	observed := observer.Observe(octx)
+	observed, err := observer.Observe(ctx)
+	must(t, err, "Observe")
 
 	epoch := 0
 	waitLeader := func(round int) (int, *zkrecipes.Election, *zkrecipes.Session) {
@@ -186,15 +186,11 @@ func TestElectionChurn(t *testing.T) {
 			t.Errorf("round %d: Leader() = %q, %v; participant %s believes it leads", round, got, err, id)
 		}
 		for seen := ""; seen != id; {
-			var ok bool
-			select {
-			case seen, ok = <-observed:
-				if !ok {
-					t.Fatalf("round %d: Observe's channel closed", round)
-				}
-			case <-time.After(zktest.Bound(20 * time.Second)):
-				t.Fatalf("round %d: Observe never reported %s (last %q)", round, id, seen)
+			v, err := nextWithin(observed, 20*time.Second)
+			if err != nil {
+				t.Fatalf("round %d: Observe never reported %s (last %q): %v", round, id, seen, err)
 			}
+			seen = v
 		}
 
 		if rand.IntN(3) == 0 {
@@ -235,9 +231,7 @@ func TestElectionChurn(t *testing.T) {
 	t.Logf("%d rounds: %d resignations, %d leader expiries, %d waiting participants expired", rounds, resigns, expiries, bystanders)
 	stop()
 	wg.Wait()
-	ocancel()
-	for range observed {
-	}
+	observed.Close()
 	e.empty(path)
 }
 
@@ -307,17 +301,13 @@ func TestElectionObserve(t *testing.T) {
 	path := e.path + "/election"
 	ctx := ctxTimeout(t, time.Minute)
 	obs := zkrecipes.NewElection(e.session(), path, "observer")
-	octx, ocancel := context.WithCancel(ctx)
-	ch := obs.Observe(octx)
+	ch, err := obs.Observe(ctx)
+	must(t, err, "Observe")
 	next := func(want string) {
 		t.Helper()
-		select {
-		case got, ok := <-ch:
-			if !ok || got != want {
-				t.Fatalf("Observe delivered %q (open=%v), want %q", got, ok, want)
-			}
-		case <-time.After(zktest.Bound(20 * time.Second)):
-			t.Fatalf("Observe did not deliver %q within 20s", want)
+		got, err := nextWithin(ch, 20*time.Second)
+		if err != nil || got != want {
+			t.Fatalf("Observe delivered %q (%v), want %q", got, err, want)
 		}
 	}
 	next("")
@@ -339,14 +329,9 @@ func TestElectionObserve(t *testing.T) {
 	next("b")
 	bs.Close()
 	next("")
-	ocancel()
-	select {
-	case v, ok := <-ch:
-		if ok {
-			t.Errorf("Observe delivered %q after its context ended", v)
-		}
-	case <-time.After(zktest.Bound(10 * time.Second)):
-		t.Fatal("Observe's channel not closed after its context ended")
+	ch.Close()
+	if v, err := nextWithin(ch, 10*time.Second); !errors.Is(err, zkrecipes.ErrStreamClosed) {
+		t.Errorf("Observe delivered %q, %v after Close, want ErrStreamClosed", v, err)
 	}
 	e.empty(path)
 }
@@ -501,30 +486,27 @@ func TestElectionInterop(t *testing.T) {
 		marker := t.TempDir()
 		goLeader := zkrecipes.NewElection(e.session(), path, "go-leader")
 		must(t, goLeader.Campaign(ctx), "Go: Campaign")
-		octx, ocancel := context.WithCancel(ctx)
-		defer ocancel()
-		seen := zkrecipes.NewElection(e.session(), path, "observer").Observe(octx)
-		if got := <-seen; got != "go-leader" {
-			t.Fatalf("Observe = %q, want go-leader", got)
+		seen, err := zkrecipes.NewElection(e.session(), path, "observer").Observe(ctx)
+		must(t, err, "Observe")
+		defer seen.Close()
+		if got, err := nextWithin(seen, 30*time.Second); got != "go-leader" {
+			t.Fatalf("Observe = %q, %v, want go-leader", got, err)
 		}
 		// The Java participant holds long enough to be seen, then leaves.
 		java := startReady(t, curator(ctx, args("curator-solo", 1, 2*time.Second, marker, "")...))[0]
 		e.waitFor("the Java participant to queue", func() bool { return len(e.children(path)) == 2 })
 		must(t, goLeader.Resign(ctx), "Go: Resign")
 		for _, want := range []string{"curator-solo", ""} {
-			select {
-			case got := <-seen:
-				if got != want {
-					t.Errorf("Observe = %q, want %q", got, want)
-				}
-			case <-time.After(zktest.Bound(30 * time.Second)):
-				t.Fatalf("Observe did not report %q", want)
+			got, err := nextWithin(seen, 30*time.Second)
+			if err != nil {
+				t.Fatalf("Observe did not report %q: %v", want, err)
+			}
+			if got != want {
+				t.Errorf("Observe = %q, want %q", got, want)
 			}
 		}
 		java.wait(t)
-		ocancel()
-		for range seen {
-		}
+		seen.Close()
 		e.empty(path)
 	})
 }
@@ -607,4 +589,34 @@ func leaderNode(b *testing.B, addr, path string, owner int64) string {
 	}
 	b.Fatalf("no node of session 0x%x under %s", owner, path)
 	return ""
+}
+
+// TestElectionObserveNewLeadership: a leadership handed to another
+// participant advertising the same value is a change, reported again.
+func TestElectionObserveNewLeadership(t *testing.T) {
+	e := newEnv(t)
+	path := e.path + "/election"
+	ctx := ctxTimeout(t, time.Minute)
+	obs, err := zkrecipes.NewElection(e.session(), path, "observer").Observe(ctx)
+	must(t, err, "Observe")
+	defer obs.Close()
+	next := func(want string) {
+		t.Helper()
+		if got, err := nextWithin(obs, 20*time.Second); err != nil || got != want {
+			t.Fatalf("Observe delivered %q (%v), want %q", got, err, want)
+		}
+	}
+	next("")
+	first := zkrecipes.NewElection(e.session(), path, "same")
+	must(t, first.Campaign(ctx), "first: Campaign")
+	next("same")
+	second := zkrecipes.NewElection(e.session(), path, "same")
+	done := async(func() error { return second.Campaign(ctx) })
+	e.waitFor("the second to queue", func() bool { return len(e.children(path)) == 2 })
+	must(t, first.Resign(ctx), "first: Resign")
+	must(t, result(t, done, "second: Campaign"), "second: Campaign")
+	next("same")
+	must(t, second.Resign(ctx), "second: Resign")
+	next("")
+	e.empty(path)
 }

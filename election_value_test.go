@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestElectionValue: a leader advertises the value it campaigned with, and
@@ -19,18 +18,14 @@ func TestElectionValue(t *testing.T) {
 	path := e.path + "/election"
 	ctx := ctxTimeout(t, time.Minute)
 	obs := zkrecipes.NewElection(e.session(), path, "observer")
-	octx, ocancel := context.WithCancel(ctx)
-	defer ocancel()
-	seen := obs.Observe(octx)
+	seen, err := obs.Observe(ctx)
+	must(t, err, "Observe")
+	defer seen.Close()
 	next := func(want string) {
 		t.Helper()
-		select {
-		case got, ok := <-seen:
-			if !ok || got != want {
-				t.Fatalf("Observe delivered %q (open=%v), want %q", got, ok, want)
-			}
-		case <-time.After(zktest.Bound(20 * time.Second)):
-			t.Fatalf("Observe did not deliver %q within 20s", want)
+		got, err := nextWithin(seen, 20*time.Second)
+		if err != nil || got != want {
+			t.Fatalf("Observe delivered %q (%v), want %q", got, err, want)
 		}
 	}
 	leader := func(want string) {

@@ -67,6 +67,7 @@ func ExampleSession_States() {
 	ctx, s, done := exampleSession()
 	defer done()
 	states := s.States()
+	defer states.Close()
 	s.Close()
 	for {
 		ev, err := states.Next(ctx)

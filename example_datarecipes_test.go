@@ -43,12 +43,23 @@ func ExampleSharedCount_Watch() {
 	defer cancel()
 
 	c := zkrecipes.NewSharedCount(s, "/app/replicas", 3)
-	values := c.Watch(ctx)
-	fmt.Println((<-values).Value)
+	values, err := c.Watch(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer values.Close()
+	v, err := values.Next(ctx) // the count when the watch was set
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(v.Value)
 	if err := c.SetCount(ctx, 5); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println((<-values).Value)
+	if v, err = values.Next(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(v.Value)
 	// Output:
 	// 3
 	// 5

@@ -63,7 +63,17 @@ func ExampleElection_Observe() {
 	defer s.Close()
 
 	// An observer need not campaign.
-	for leader := range zkrecipes.NewElection(s, "/app/leader", "observer").Observe(ctx) {
+	leaders, err := zkrecipes.NewElection(s, "/app/leader", "observer").Observe(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer leaders.Close()
+	for {
+		leader, err := leaders.Next(ctx)
+		if err != nil {
+			log.Print(err) // the session is over, or ctx ended
+			return
+		}
 		if leader == "" {
 			fmt.Println("no leader")
 			continue
@@ -83,7 +93,17 @@ func ExampleJoinGroup() {
 		log.Fatal(err) // errors.Is(err, zkrecipes.ErrMemberExists) if the id is taken
 	}
 	defer g.Leave(ctx)
-	for members := range g.Watch(ctx) {
+	watch, err := g.Watch(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer watch.Close()
+	for {
+		members, err := watch.Next(ctx)
+		if err != nil {
+			log.Print(err) // the session is over, or ctx ended
+			return
+		}
 		for _, m := range members {
 			fmt.Printf("%s at %s\n", m.ID, m.Data)
 		}

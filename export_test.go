@@ -44,3 +44,7 @@ func CacheCounts(c *Cache) (passes, deferred int64) { return c.passes.Load(), c.
 func WithBeforeRead(f func(path string)) CacheOption {
 	return func(c *cacheConfig) { c.beforeRead = f }
 }
+
+// RemoveOwnLater deletes p in the background if it is s's ephemeral node,
+// as a recipe does after a create whose answer was lost.
+func RemoveOwnLater(s *Session, p string) { s.removeOwnLater(p) }

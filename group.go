@@ -182,9 +182,8 @@ func (g *Group) Members(ctx context.Context) ([]Member, error) {
 	return GroupMembers(ctx, g.s, g.dir)
 }
 
-// Watch returns a channel that receives the group's members at once and
-// again after every change, like WatchGroup.
-func (g *Group) Watch(ctx context.Context) <-chan []Member {
+// Watch follows the group's members, like [WatchGroup].
+func (g *Group) Watch(ctx context.Context) (*Stream[[]Member], error) {
 	return WatchGroup(ctx, g.s, g.dir)
 }
 
@@ -220,60 +219,60 @@ func GroupMembers(ctx context.Context, s *Session, path string) ([]Member, error
 	return ms, nil
 }
 
-// WatchGroup returns a channel that receives the members of the group on
-// path (sorted by id) at once and again after every change: a member joined
-// or left (also by its session ending) or updated its data. A group that
-// does not exist has no members, and is followed until it is created. A
-// slow receiver misses intermediate states but always gets the latest. It
-// costs one watch on the group and one on each member; the session need not
-// be a member. The channel is closed when ctx ends or the session is over
-// (cancel ctx to stop watching), and at once for an invalid path; a
-// ZooKeeper error that ends the watch early is logged (see WithLogger).
-func WatchGroup(ctx context.Context, s *Session, path string) <-chan []Member {
-	out := make(chan []Member)
-	if err := checkPath(path); err != nil {
-		s.log.Warn("zkrecipes: group watch not started", "path", path, "err", err)
-		close(out)
-		return out
-	}
-	go watchGroup(ctx, s, path, out)
-	return out
+// WatchGroup follows the members of the group on path, sorted by id, as a
+// [Stream]: its first Next returns the members when the watch was set, and
+// each later one the members after a change, a member joined or left (also
+// by its session ending) or updated its data, merged with the changes made
+// before Next was called. A group that does not exist has no members, and
+// is followed until it is created. The session need not be a member.
+//
+// WatchGroup reads the group before it returns (ctx bounds that read
+// only); it returns an error for an invalid path or when that read fails.
+// The stream costs one watch on the group and one on each member.
+func WatchGroup(ctx context.Context, s *Session, path string) (*Stream[[]Member], error) {
+	return watchGroup(ctx, s, path, "watch group "+path, func(ms []Member) []Member { return ms }, sameMembers)
 }
 
-func watchGroup(ctx context.Context, s *Session, dir string, out chan<- []Member) {
-	defer close(out)
+// watchGroup follows the group on dir as a stream of conv(members).
+func watchGroup[T any](ctx context.Context, s *Session, dir, what string, conv func([]Member) T, same func(a, b T) bool) (*Stream[T], error) {
+	if err := checkPath(dir); err != nil {
+		return nil, errorf("%s: %w", what, err)
+	}
 	w := &groupWatch{
 		wake:  make(chan struct{}, 1),
+		quit:  make(chan struct{}),
 		fired: make(map[string]bool),
-		armed: make(map[string]bool),
+		armed: make(map[string]watched),
 		data:  make(map[string][]byte),
 	}
-	var last []Member
-	sent := false
-	for {
-		ms, err := w.refresh(ctx, s, dir)
-		if err != nil {
-			if s.Err() == nil && ctx.Err() == nil {
-				s.log.Warn("zkrecipes: group watch stopped", "path", dir, "err", err)
-			}
-			return
-		}
-		if !sent || !slices.EqualFunc(ms, last, func(a, b Member) bool { return a.ID == b.ID && bytes.Equal(a.Data, b.Data) }) {
-			select {
-			case out <- ms:
-				last, sent = ms, true
-			case <-ctx.Done():
-				return
-			}
-		}
-		select {
-		case <-w.wake:
-		case <-ctx.Done():
-			return
-		case <-s.Done():
-			return
-		}
+	ms, err := w.refresh(ctx, s, dir)
+	if err != nil {
+		w.stop()
+		return nil, errorf("%s: %w", what, err)
 	}
+	st := newStream(conv(ms), same)
+	st.run(s, what, func(ctx context.Context) error {
+		defer w.stop()
+		for {
+			select {
+			case <-w.wake:
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-s.Done():
+				return s.Err()
+			}
+			ms, err := w.refresh(ctx, s, dir)
+			if err != nil {
+				return err
+			}
+			st.emit(conv(ms), 0)
+		}
+	})
+	return st, nil
+}
+
+func sameMembers(a, b []Member) bool {
+	return slices.EqualFunc(a, b, func(a, b Member) bool { return a.ID == b.ID && bytes.Equal(a.Data, b.Data) })
 }
 
 // groupWatch keeps one watch on the group's children (or on the group's
@@ -281,23 +280,37 @@ func watchGroup(ctx context.Context, s *Session, dir string, out chan<- []Member
 // re-arms only the watches that fired.
 type groupWatch struct {
 	wake chan struct{} // poked when a watch fires
+	quit chan struct{} // closed when the watching ends
 
 	mu         sync.Mutex
 	childFired bool
 	fired      map[string]bool // members whose data watch fired
 
+	child      watched // the group's watch (valid if childArmed)
 	childArmed bool
-	names      []string          // last listing
-	armed      map[string]bool   // members with a data watch outstanding
-	data       map[string][]byte // members' data as last read
+	names      []string           // last listing
+	armed      map[string]watched // members with a data watch outstanding
+	data       map[string][]byte  // members' data as last read
 }
 
-// forward waits (until ctx ends) for one watch event and records it.
-func (w *groupWatch) forward(ctx context.Context, ch <-chan zkclient.Event, member string) {
+// stop ends the forwarding and removes the watches still outstanding.
+func (w *groupWatch) stop() {
+	close(w.quit)
+	if w.childArmed {
+		w.child.stop()
+	}
+	for _, dw := range w.armed {
+		dw.stop()
+	}
+}
+
+// forward waits (until the watching ends) for one watch event and
+// records it.
+func (w *groupWatch) forward(ch <-chan zkclient.Event, member string) {
 	go func() {
 		select {
 		case <-ch:
-		case <-ctx.Done():
+		case <-w.quit:
 			return
 		}
 		w.mu.Lock()
@@ -340,12 +353,12 @@ func (w *groupWatch) refresh(ctx context.Context, s *Session, dir string) ([]Mem
 		if err != nil {
 			return nil, err
 		}
-		w.forward(ctx, cw.event(), "")
-		w.childArmed, w.names = true, kids
+		w.forward(cw.event(), "")
+		w.child, w.childArmed, w.names = cw, true, kids
 	}
 	ms := make([]Member, 0, len(w.names))
 	for _, k := range w.names {
-		if !w.armed[k] {
+		if _, ok := w.armed[k]; !ok {
 			rd, err := s.read(ctx, dir+"/"+k, reading{op: readData, watch: true})
 			data, dw := rd.data, rd.w
 			if errors.Is(err, zkclient.ErrNoNode) {
@@ -355,8 +368,8 @@ func (w *groupWatch) refresh(ctx context.Context, s *Session, dir string) ([]Mem
 			if err != nil {
 				return nil, err
 			}
-			w.forward(ctx, dw.event(), k)
-			w.armed[k], w.data[k] = true, data
+			w.forward(dw.event(), k)
+			w.armed[k], w.data[k] = dw, data
 		}
 		if d, ok := w.data[k]; ok {
 			ms = append(ms, Member{ID: k, Data: d})

@@ -16,27 +16,27 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// watcher follows one member's Watch channel.
+// watcher follows one member's Watch stream.
 type watcher struct {
 	who  string
-	ch   <-chan []zkrecipes.Member
+	ch   *zkrecipes.Stream[[]zkrecipes.Member]
 	last string
 }
 
 // see waits until the watcher delivers exactly want.
 func (w *watcher) see(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.After(zktest.Bound(20 * time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(20*time.Second))
+	defer cancel()
 	for w.last != want {
-		select {
-		case ms, ok := <-w.ch:
-			if !ok {
-				t.Fatalf("%s: Watch closed while waiting for %q", w.who, want)
-			}
-			w.last = render(ms)
-		case <-deadline:
+		ms, err := w.ch.Next(ctx)
+		if errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("%s: Watch never showed %q (last %q)", w.who, want, w.last)
 		}
+		if err != nil {
+			t.Fatalf("%s: Watch ended while waiting for %q: %v", w.who, want, err)
+		}
+		w.last = render(ms)
 	}
 }
 
@@ -46,8 +46,6 @@ func TestGroupWatch(t *testing.T) {
 	e := newEnv(t)
 	path := e.path + "/group"
 	ctx := ctxTimeout(t, time.Minute)
-	wctx, wcancel := context.WithCancel(ctx)
-	defer wcancel()
 
 	ss := map[string]*zkrecipes.Session{}
 	gs := map[string]*zkrecipes.Group{}
@@ -58,7 +56,10 @@ func TestGroupWatch(t *testing.T) {
 		g, err := zkrecipes.JoinGroup(ctx, ss[id], path, id, []byte("v1-"+id))
 		must(t, err, "%s: JoinGroup", id)
 		gs[id] = g
-		ws = append(ws, &watcher{who: id, ch: g.Watch(wctx)})
+		watch, err := g.Watch(ctx)
+		must(t, err, "%s: Watch", id)
+		t.Cleanup(watch.Close)
+		ws = append(ws, &watcher{who: id, ch: watch})
 	}
 	// seeAll checks every watcher of a member still in the group.
 	seeAll := func(want string) {
@@ -108,10 +109,8 @@ func TestGroupWatch(t *testing.T) {
 	for id, g := range gs {
 		must(t, g.Leave(ctx), "%s: Leave", id)
 	}
-	wcancel()
 	for _, w := range ws {
-		for range w.ch {
-		}
+		w.ch.Close()
 	}
 	e.empty(path)
 }
@@ -204,7 +203,9 @@ func TestGroupInterop(t *testing.T) {
 	p.waitLine(t, "MEMBERS curator-1=curator-1")
 
 	s := e.session()
-	watch := zkrecipes.WatchGroup(ctx, s, path)
+	watch, err := zkrecipes.WatchGroup(ctx, s, path)
+	must(t, err, "WatchGroup")
+	defer watch.Close()
 	awaitMembers(t, watch, "curator-1=curator-1")
 	g, err := zkrecipes.JoinGroup(ctx, s, path, "zkrecipes-1", []byte("hello"))
 	must(t, err, "JoinGroup")
@@ -225,21 +226,21 @@ func TestGroupInterop(t *testing.T) {
 
 // awaitMembers reads views of a group from watch until one reads want
 // ("id=data,..." sorted by id), failing the test after a minute.
-func awaitMembers(t *testing.T, watch <-chan []zkrecipes.Member, want string) {
+func awaitMembers(t *testing.T, watch *zkrecipes.Stream[[]zkrecipes.Member], want string) {
 	t.Helper()
-	deadline := time.After(zktest.Bound(time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(time.Minute))
+	defer cancel()
 	var last string
 	for {
-		select {
-		case ms, ok := <-watch:
-			if !ok {
-				t.Fatalf("group watch closed; last view %q, want %q", last, want)
-			}
-			if last = render(ms); last == want {
-				return
-			}
-		case <-deadline:
+		ms, err := watch.Next(ctx)
+		if errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("group view %q after a minute, want %q", last, want)
+		}
+		if err != nil {
+			t.Fatalf("group watch ended (%v); last view %q, want %q", err, last, want)
+		}
+		if last = render(ms); last == want {
+			return
 		}
 	}
 }

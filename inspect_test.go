@@ -232,15 +232,16 @@ func TestGroupObserver(t *testing.T) {
 	e := newEnv(t)
 	path := e.path + "/group"
 	ctx := ctxTimeout(t, time.Minute)
-	wctx, wcancel := context.WithCancel(ctx)
-	defer wcancel()
 	observer := e.session()
 
 	ms, err := zkrecipes.GroupMembers(ctx, observer, path)
 	if err != nil || len(ms) != 0 {
 		t.Errorf("GroupMembers of a missing group = %q, %v; want none", render(ms), err)
 	}
-	w := &watcher{who: "observer", ch: zkrecipes.WatchGroup(wctx, observer, path), last: "-"}
+	watch, err := zkrecipes.WatchGroup(ctx, observer, path)
+	must(t, err, "WatchGroup")
+	defer watch.Close()
+	w := &watcher{who: "observer", ch: watch, last: "-"}
 	w.see(t, "")
 
 	a, err := zkrecipes.JoinGroup(ctx, e.session(), path, "a", []byte("1"))
@@ -264,11 +265,9 @@ func TestGroupObserver(t *testing.T) {
 	if _, err := zkrecipes.GroupMembers(ctx, observer, "/x//y"); !errors.Is(err, zkrecipes.ErrInvalidPath) {
 		t.Errorf("GroupMembers of a bad path = %v, want ErrInvalidPath", err)
 	}
-	if _, ok := <-zkrecipes.WatchGroup(ctx, observer, "/x//y"); ok {
-		t.Error("WatchGroup of a bad path delivered members")
+	if st, err := zkrecipes.WatchGroup(ctx, observer, "/x//y"); !errors.Is(err, zkrecipes.ErrInvalidPath) {
+		t.Errorf("WatchGroup of a bad path = %v, %v; want ErrInvalidPath", st, err)
 	}
-	wcancel()
-	for range w.ch {
-	}
+	watch.Close()
 	e.empty(path)
 }

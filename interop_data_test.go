@@ -16,7 +16,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestDataRecipesInterop runs the counters, the queues and service discovery
@@ -236,19 +235,18 @@ func discoveryInterop(t *testing.T, e *env, ctx context.Context, curator curator
 	java.waitLine(t, "REGISTERED java-1")
 
 	d := zkrecipes.NewDiscovery(e.session(), base)
-	wctx, stop := context.WithCancel(ctx)
-	defer stop()
-	watch := d.Watch(wctx, "web")
+	watch, err := d.Watch(ctx, "web")
+	must(t, err, "Watch")
+	defer watch.Close()
 	await := func(what string, ok func([]zkrecipes.ServiceInstance) bool) {
 		t.Helper()
 		for {
-			select {
-			case insts := <-watch:
-				if ok(insts) {
-					return
-				}
-			case <-time.After(zktest.Bound(30 * time.Second)):
-				t.Fatalf("watch: no %s within 30s", what)
+			insts, err := nextWithin(watch, 30*time.Second)
+			if err != nil {
+				t.Fatalf("watch: no %s within 30s: %v", what, err)
+			}
+			if ok(insts) {
+				return
 			}
 		}
 	}

@@ -119,9 +119,17 @@ func (s *Session) remove(ctx context.Context, p string) error {
 
 // removeLater runs remove in the background, again after each failure,
 // until it succeeds or the session is over: a node of ours that a caller
-// could not delete in time must still go.
+// could not delete in time must still go. Once the session is over (Close
+// called, or ended) it does nothing: the server deletes the session's
+// ephemeral nodes itself, and Close may be waiting for the background.
 func (s *Session) removeLater(remove func(context.Context) error) {
-	s.background.Add(1)
+	s.mu.Lock()
+	if s.over {
+		s.mu.Unlock()
+		return
+	}
+	s.background.Add(1) // under mu: before Close sets over, so before its Wait
+	s.mu.Unlock()
 	go func() {
 		defer s.background.Done()
 		ctx, cancel := context.WithCancel(context.Background())

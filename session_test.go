@@ -2,6 +2,7 @@ package zkrecipes_test
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -151,5 +152,30 @@ func TestSessionSASL(t *testing.T) {
 	_, err := zkrecipes.NewSession(ctx, cluster.Addrs(), zkrecipes.WithClientOptions(zkclient.WithSASL(zkclient.DigestMD5("app", "wrong"))))
 	if !errors.Is(err, zkclient.ErrAuthFailed) || ctx.Err() != nil || !strings.HasPrefix(err.Error(), "zkrecipes: ") {
 		t.Errorf("NewSession with a wrong password = %v, want an error wrapping zkclient.ErrAuthFailed", err)
+	}
+}
+
+// Close may run while a recipe hands a clean-up to the background (a
+// failed call in another goroutine): it waits for the clean-ups that
+// started before it and no new one starts after it. Under -race, a
+// background start racing Close's wait is reported.
+func TestSessionCloseWhileCleaningUp(t *testing.T) {
+	e := newEnv(t)
+	for range 20 {
+		s := e.sessionOn(e.servers)
+		start := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			<-start
+			for i := range 50 {
+				zkrecipes.RemoveOwnLater(s, fmt.Sprintf("%s/n%d", e.path, i))
+			}
+		}()
+		close(start)
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		<-done
 	}
 }

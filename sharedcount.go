@@ -128,39 +128,36 @@ func (s *Session) forceSet(ctx context.Context, p string, data []byte) error {
 	}
 }
 
-// Watch returns a channel that receives the count at once (creating the
-// node with the seed if it does not exist) and again after every change. A
-// slow receiver misses intermediate values but always gets the latest. If
-// the node is deleted, the watch waits for it to be made again. It costs
-// one data watch. The channel is closed when ctx ends or the session is
-// over, and at once for an invalid path; another error that ends the watch
-// is logged (see WithLogger).
-func (c *SharedCount) Watch(ctx context.Context) <-chan VersionedCount {
-	out := make(chan VersionedCount)
+// Watch follows the count as a [Stream]: its first Next returns the count
+// when the watch was set, and each later one the count after a change
+// (a new version, even of the same value), the changes made before Next
+// was called merged into the latest. If the node is deleted, the stream
+// waits for it to be made again. A value that is not a count is skipped,
+// and logged.
+//
+// Watch reads the count before it returns, creating the node with the
+// seed if it does not exist (ctx bounds that read only); it returns an
+// error for an invalid path or when that read fails. The stream costs one
+// data watch.
+func (c *SharedCount) Watch(ctx context.Context) (*Stream[VersionedCount], error) {
+	what := "watch shared count " + c.path
 	if c.err != nil {
-		c.s.log.Warn("zkrecipes: shared count watch not started", "path", c.path, "err", c.err)
-		close(out)
-		return out
+		return nil, errorf("%s: %w", what, c.err)
 	}
-	go c.watch(ctx, out)
-	return out
+	first, err := c.read(ctx) // creates the node if missing
+	if err != nil {
+		return nil, errorf("%s: %w", what, err)
+	}
+	st := newStream(first, func(a, b VersionedCount) bool { return a == b })
+	st.run(c.s, what, func(ctx context.Context) error { return c.watch(ctx, st) })
+	return st, nil
 }
 
-func (c *SharedCount) watch(ctx context.Context, out chan<- VersionedCount) {
-	defer close(out)
-	stop := func(err error) {
-		if c.s.Err() == nil && ctx.Err() == nil {
-			c.s.log.Warn("zkrecipes: shared count watch stopped", "path", c.path, "err", err)
-		}
-	}
-	if _, err := c.read(ctx); err != nil { // creates the node if missing
-		stop(err)
-		return
-	}
-	last := VersionedCount{Version: -1}
+// watch follows the count for st until ctx ends or an error stops it.
+func (c *SharedCount) watch(ctx context.Context, st *Stream[VersionedCount]) error {
 	for {
 		rd, err := c.s.read(ctx, c.path, reading{op: readData, watch: true})
-		data, st, w := rd.data, rd.st, rd.w
+		data, cur, w := rd.data, rd.st, rd.w
 		if errors.Is(err, zkclient.ErrNoNode) {
 			rd, err = c.s.read(ctx, c.path, reading{op: readStat, watch: true})
 			w = rd.w
@@ -171,27 +168,20 @@ func (c *SharedCount) watch(ctx context.Context, out chan<- VersionedCount) {
 		} else if err == nil {
 			if v, derr := decodeInt32(data); derr != nil {
 				c.s.log.Warn("zkrecipes: shared count watch: value skipped", "path", c.path, "err", derr)
-			} else if cur := (VersionedCount{Value: v, Version: st.Version}); cur != last {
-				select {
-				case out <- cur:
-					last = cur
-				case <-ctx.Done():
-					w.stop()
-					return
-				}
+			} else {
+				st.emit(VersionedCount{Value: v, Version: cur.Version}, 0)
 			}
 		}
 		if err != nil {
-			stop(err)
-			return
+			return err
 		}
 		select {
 		case <-w.event():
 		case <-ctx.Done():
 			w.stop()
-			return
+			return ctx.Err()
 		case <-c.s.Done():
-			return
+			return c.s.Err()
 		}
 	}
 }

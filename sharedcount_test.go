@@ -2,7 +2,6 @@ package zkrecipes_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // TestSharedCountLayout: the node holds Curator's 4 bytes, big-endian; the
@@ -89,34 +87,31 @@ func TestSharedCountIncrements(t *testing.T) {
 }
 
 // TestSharedCountWatch: the stream starts with the current value, follows
-// another session's writes, waits through a deletion and ends with ctx.
+// another session's writes, waits through a deletion and ends with Close.
 func TestSharedCountWatch(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, 30*time.Second)
 	path := e.path + "/count"
 	writer := zkrecipes.NewSharedCount(e.session(), path, 0)
-	wctx, stop := context.WithCancel(ctx)
-	ch := zkrecipes.NewSharedCount(e.session(), path, 5).Watch(wctx)
+	ch, err := zkrecipes.NewSharedCount(e.session(), path, 5).Watch(ctx)
+	must(t, err, "Watch")
 	next := func(want zkrecipes.VersionedCount) {
 		t.Helper()
-		select {
-		case v, ok := <-ch:
-			if !ok || v != want {
-				t.Fatalf("watch got %+v (open %v), want %+v", v, ok, want)
-			}
-		case <-time.After(zktest.Bound(20 * time.Second)):
-			t.Fatalf("watch: nothing after 20s, want %+v", want)
+		v, err := nextWithin(ch, 20*time.Second)
+		if err != nil || v != want {
+			t.Fatalf("watch got %+v (%v), want %+v", v, err, want)
 		}
 	}
 	next(zkrecipes.VersionedCount{Value: 5})
 	must(t, writer.SetCount(ctx, 6), "SetCount")
 	next(zkrecipes.VersionedCount{Value: 6, Version: 1})
 	must(t, e.admin.Delete(path, -1), "delete")
-	_, err := e.admin.Create(path, []byte{0, 0, 0, 9}, zkclient.Persistent, openACL)
+	_, err = e.admin.Create(path, []byte{0, 0, 0, 9}, zkclient.Persistent, openACL)
 	must(t, err, "create")
 	next(zkrecipes.VersionedCount{Value: 9})
-	stop()
-	for range ch {
+	ch.Close()
+	if _, err := ch.Next(ctx); !errors.Is(err, zkrecipes.ErrStreamClosed) {
+		t.Errorf("Next after Close = %v, want ErrStreamClosed", err)
 	}
 }
 

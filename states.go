@@ -72,7 +72,9 @@ type SessionEvent struct {
 	Err    error  // why, for Suspended and the final states
 }
 
-// SessionStates is a Session's state changes, read with Next.
+// SessionStates is a Session's state changes, read with Next. Unlike a
+// [Stream], which merges the changes a slow reader has not seen yet, it
+// keeps every change until it is read.
 type SessionStates struct {
 	q *stream.Queue[SessionEvent]
 	s *Session
@@ -81,7 +83,7 @@ type SessionStates struct {
 // States returns a stream of the session's state changes from now on, in
 // order, none dropped however slowly it is read: Suspended, Lost,
 // Reconnected and a final state. It ends, with the session's error, after
-// the final state. Call Stop when no longer reading. It costs a queue of
+// the final state. Call Close when no longer reading. It costs a queue of
 // the unread events; the Session's work never waits for a reader.
 func (s *Session) States() *SessionStates {
 	q := stream.New[SessionEvent]()
@@ -97,19 +99,23 @@ func (s *Session) States() *SessionStates {
 }
 
 // Next returns the next state change, waiting while ctx allows. After the
-// final state it returns the session's error.
+// final state it returns the session's error (wrapping [ErrSessionExpired]
+// or [ErrSessionClosed], say), and after Close, once the changes queued
+// before are read, [ErrStreamClosed].
 func (st *SessionStates) Next(ctx context.Context) (SessionEvent, error) { return st.q.Next(ctx) }
 
 // Ready returns a channel closed when Next has something to return at once.
 func (st *SessionStates) Ready() <-chan struct{} { return st.q.Ready() }
 
-// Stop ends the stream; Next then returns ErrSessionClosed once drained.
-func (st *SessionStates) Stop() {
+// Close ends the stream; Next then returns [ErrStreamClosed] once drained
+// (or the session's error, if the final state came first). Calling it
+// again does nothing.
+func (st *SessionStates) Close() {
 	s := st.s
 	s.mu.Lock()
 	s.subs = slices.DeleteFunc(s.subs, func(q *stream.Queue[SessionEvent]) bool { return q == st.q })
 	s.mu.Unlock()
-	st.q.Close(ErrSessionClosed)
+	st.q.Close(ErrStreamClosed)
 }
 
 // tellLocked sends ev to every subscriber, and ends the streams after a

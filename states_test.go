@@ -59,13 +59,13 @@ func TestSessionStatesCutAndClose(t *testing.T) {
 	nextState(t, late, zkrecipes.SessionClosed)
 }
 
-// Expiry is Lost then Expired; Stop ends a stream early.
+// Expiry is Lost then Expired; Close ends a stream early.
 func TestSessionStatesExpiry(t *testing.T) {
 	e := newEnv(t)
 	s := e.session()
 	st := s.States()
 	stopped := s.States()
-	stopped.Stop()
+	stopped.Close()
 	e.expire(s)
 	// The server closes the connection first; the client learns of the
 	// expiry when it connects again.
@@ -76,8 +76,8 @@ func TestSessionStatesExpiry(t *testing.T) {
 	if ev := nextState(t, st, zkrecipes.SessionExpired); !errors.Is(ev.Err, zkrecipes.ErrSessionExpired) {
 		t.Errorf("Expired event's error %v, want ErrSessionExpired", ev.Err)
 	}
-	if _, err := stopped.Next(context.Background()); !errors.Is(err, zkrecipes.ErrSessionClosed) {
-		t.Errorf("Next on a stopped stream = %v, want ErrSessionClosed", err)
+	if _, err := stopped.Next(context.Background()); !errors.Is(err, zkrecipes.ErrStreamClosed) {
+		t.Errorf("Next on a closed stream = %v, want ErrStreamClosed", err)
 	}
 }
 

@@ -251,7 +251,7 @@ func (c *Client) WaitConnected(ctx context.Context) error {
 
 // States returns a stream of the client's state changes from now on, in
 // order, none dropped however slowly it is read. The stream ends (with the
-// session's error) after the final state. Call Stop on it when no longer
+// session's error) after the final state. Call Close on it when no longer
 // reading.
 func (c *Client) States() *StateStream {
 	s := stream.New[StateEvent]()
@@ -280,8 +280,9 @@ func (s *StateStream) Next(ctx context.Context) (StateEvent, error) { return s.s
 // at once.
 func (s *StateStream) Ready() <-chan struct{} { return s.s.Ready() }
 
-// Stop ends the subscription; Next then returns ErrClosed once drained.
-func (s *StateStream) Stop() {
+// Close ends the subscription; Next then returns ErrClosed once drained.
+// Calling it again does nothing.
+func (s *StateStream) Close() {
 	s.c.mu.Lock()
 	for i, x := range s.c.subs {
 		if x == s.s {

@@ -330,7 +330,7 @@ func TestWatchRestoredAfterReconnect(t *testing.T) {
 	_, _, wk, _ := c.ChildrenW(ctx, p)
 	pw, _ := c.AddWatch(ctx, p, false)
 	states := c.States()
-	defer states.Stop()
+	defer states.Close()
 	px.Refuse(true)
 	px.Cut()
 	waitState(t, states, zkclient.StateSuspended)
@@ -491,7 +491,7 @@ func TestDigestAuth(t *testing.T) {
 	}
 	// Credentials are sent again after a reconnection.
 	states := c.States()
-	defer states.Stop()
+	defer states.Close()
 	px.Cut()
 	waitState(t, states, zkclient.StateReconnected)
 	if _, _, err := c.Get(ctx, p); err != nil {

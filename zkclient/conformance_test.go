@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -21,19 +20,16 @@ import (
 // against real ZooKeeper 3.8 and against zkserver and requires the same
 // transcript: results, error codes, the deterministic Stat fields (zxids
 // by rank, session ids by name), watch events in the order each watch got
-// them, and the number of notifications the server sent. Under
-// ZKTEST_SERVER=zkserver, where the package's shared server is zkserver,
-// a real ZooKeeper is started for this test (skipped without Java, as
-// zktest does).
+// them, and the number of notifications the server sent. Where the
+// package's shared server is zkserver (ZKTEST_SERVER=zkserver, or no
+// ZooKeeper installed), a real ZooKeeper is started for this test (skipped
+// without Java, as zktest does).
 func TestClientConformance(t *testing.T) {
 	checkLeaks(t)
-	var realAddr string
-	if os.Getenv(zktest.ServerEnv) == "zkserver" {
-		t.Setenv(zktest.ServerEnv, "zookeeper")
-		realAddr = zktest.StartT(t, zktest.Options{}).Addr(0)
-	} else {
-		zktest.SkipOrFail(t, sharedErr)
-		realAddr = shared.Addr(0)
+	zktest.SkipOrFail(t, sharedErr)
+	realAddr := shared.Addr(0)
+	if shared.Embedded() {
+		realAddr = zktest.StartT(t, zktest.Options{RealZooKeeper: true}).Addr(0)
 	}
 	emb := zkserver.NewServer(zkserver.Options{})
 	if err := emb.Start("127.0.0.1:0"); err != nil {

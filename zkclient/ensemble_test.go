@@ -30,7 +30,7 @@ func TestEnsembleFailover(t *testing.T) {
 	}
 	defer c.Close()
 	states := c.States()
-	defer states.Stop()
+	defer states.Close()
 	id := c.SessionID()
 	if _, err := c.Create(ctx, "/eph", []byte("mine"), zkclient.Ephemeral, all); err != nil {
 		t.Fatal(err)

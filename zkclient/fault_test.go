@@ -328,7 +328,7 @@ func TestFaultMidFrameClose(t *testing.T) {
 	}))
 	c := fakeConnect(t, f)
 	states := c.States()
-	defer states.Stop()
+	defer states.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
 	defer cancel()
 	t0 := time.Now()
@@ -390,7 +390,7 @@ func TestFaultReplyOutOfOrder(t *testing.T) {
 			}))
 			c := fakeConnect(t, f)
 			states := c.States()
-			defer states.Stop()
+			defer states.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
 			defer cancel()
 			a, b := c.GetAsync("/a"), c.GetAsync("/b")
@@ -435,7 +435,7 @@ func TestFaultHugeReplyFrame(t *testing.T) {
 	}))
 	c := fakeConnect(t, f)
 	states := c.States()
-	defer states.Stop()
+	defer states.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
 	for _, n := range lengths {
@@ -569,7 +569,7 @@ func TestFaultExpiredOnReconnect(t *testing.T) {
 	})
 	c := fakeConnect(t, f)
 	states := c.States()
-	defer states.Stop()
+	defer states.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
 	defer cancel()
 	_, _, w, err := c.GetW(ctx, "/watched")
@@ -813,7 +813,7 @@ func TestFaultPings(t *testing.T) {
 		t.Fatalf("negotiated timeout %v, want the %v granted", c.Timeout(), grant)
 	}
 	states := c.States()
-	defer states.Stop()
+	defer states.Close()
 	// Idle for two timeouts: a ping every third of it, so about 6. The
 	// promise checked: no silence as long as the read timeout (2/3 of the
 	// grant), so the connection never drops while pings are answered, and

@@ -32,7 +32,7 @@ func TestManyWatchesRestored(t *testing.T) {
 		ws = append(ws, w)
 	}
 	states := c.States()
-	defer states.Stop()
+	defer states.Close()
 	px.Refuse(true)
 	px.Cut()
 	waitState(t, states, zkclient.StateSuspended)

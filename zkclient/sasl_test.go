@@ -125,7 +125,7 @@ func TestSASL(t *testing.T) {
 		}
 		defer c.Delete(context.Background(), "/sasl-reconnect", -1)
 		states := c.States()
-		defer states.Stop()
+		defer states.Close()
 		id := c.SessionID()
 		for range 2 {
 			px.Cut()
@@ -167,7 +167,7 @@ func TestSASLRequired(t *testing.T) {
 		t.Fatal(err)
 	}
 	states := c.States()
-	defer states.Stop()
+	defer states.Close()
 	px.Cut()
 	waitState(t, states, zkclient.StateReconnected)
 	if _, err := c.Set(ctx, "/watched", []byte("changed"), -1); err != nil {
@@ -256,7 +256,7 @@ func TestSASLFailover(t *testing.T) {
 	}
 	defer c.Close()
 	states := c.States()
-	defer states.Stop()
+	defer states.Close()
 	id := c.SessionID()
 	// The one-shot watches are on node, the recursive one on dir, apart:
 	// each reports an event only if restored itself.

@@ -88,7 +88,7 @@ func BenchmarkWrites(b *testing.B) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			zs, err := zktest.Start(ctx, zktest.Options{Production: true, Heap: "512m"})
+			zs, err := zktest.Start(ctx, zktest.Options{Production: true, Heap: "512m", RealZooKeeper: true})
 			if err != nil {
 				b.Skip(err)
 			}

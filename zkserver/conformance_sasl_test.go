@@ -58,7 +58,7 @@ func (p *saslPair) start() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		p.real, p.realErr = zktest.Start(ctx, zktest.Options{SASLUsers: saslConfUsers, RequireSASL: p.require, Heap: "256m"})
+		p.real, p.realErr = zktest.Start(ctx, zktest.Options{SASLUsers: saslConfUsers, RequireSASL: p.require, Heap: "256m", RealZooKeeper: true})
 		p.emb = zkserver.NewServer(zkserver.Options{SASLUsers: saslConfUsers, RequireSASL: p.require})
 		p.setupErr = p.emb.Start("127.0.0.1:0")
 	})

@@ -46,7 +46,7 @@ var (
 func TestMain(m *testing.M) {
 	if os.Getenv("ZKSERVER_NO_ZOOKEEPER") == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		realZK, realZKErr = zktest.Start(ctx, zktest.Options{Heap: "256m"})
+		realZK, realZKErr = zktest.Start(ctx, zktest.Options{Heap: "256m", RealZooKeeper: true})
 		cancel()
 	} else {
 		realZKErr = fmt.Errorf("ZKSERVER_NO_ZOOKEEPER is set")

@@ -45,7 +45,8 @@ type Cluster struct {
 // directories, and returns an error that quotes the end of the failing
 // member's log. If a member found its port taken by another process, Start
 // tries again with new ports. If Java or ZooKeeper is missing, Start
-// returns the error of Available.
+// returns an error that says so (SkipOrFail skips a test for it), or, when
+// [ServerEnv] allows, runs the embedded server instead.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	opts = opts.withDefaults()
 	if err := checkSASLUsers(opts.SASLUsers); err != nil {
@@ -64,7 +65,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	j, err := findJVM()
 	if err != nil {
-		return nil, err
+		return nil, needsReal(opts, err)
 	}
 	if opts.TLS && !j.netty {
 		return nil, &unavailableError{"Options.TLS needs Netty's jars on the class path (" + nettyHint + ")"}
@@ -255,6 +256,10 @@ func (c *Cluster) member(i int) *member {
 	return c.members[i]
 }
 
+// Embedded reports whether c is the embedded zkserver rather than real
+// ZooKeeper (see [ServerEnv]).
+func (c *Cluster) Embedded() bool { return c.emb != nil }
+
 // Addrs returns the client addresses ("127.0.0.1:port") of all members in
 // index order. The slice is a copy.
 func (c *Cluster) Addrs() []string {
@@ -315,19 +320,22 @@ func (c *Cluster) Kill(i int) error {
 // member that is not running does nothing. The pause holds until Resume,
 // Stop or Kill even if something else sends the member SIGCONT (a stall
 // injector freezing and thawing the test's process tree): it is stopped
-// again within milliseconds. (With ZKTEST_SERVER=zkserver the embedded
-// server cannot be paused: Pause returns an error.)
+// again within milliseconds. (The embedded server cannot be paused:
+// Pause returns an error for which SkipOrFail skips the test outside CI.)
 func (c *Cluster) Pause(i int) error {
 	if c.member(i) == nil {
-		return errors.New("zktest: the embedded server cannot be paused")
+		return errEmbeddedPause
 	}
 	return c.member(i).pause()
 }
 
+// errEmbeddedPause is what Pause and Resume return for the embedded server.
+var errEmbeddedPause = &unavailableError{"real ZooKeeper is needed (pausing a member): the embedded server cannot be paused"}
+
 // Resume lets member i go on after Pause (SIGCONT).
 func (c *Cluster) Resume(i int) error {
 	if c.member(i) == nil {
-		return errors.New("zktest: the embedded server cannot be paused")
+		return errEmbeddedPause
 	}
 	return c.member(i).resume()
 }

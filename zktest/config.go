@@ -96,6 +96,12 @@ type Options struct {
 	// has no AdminServer: with it, AdminURL returns "".
 	AdminServer bool
 
+	// RealZooKeeper makes Start run real ZooKeeper whatever ServerEnv
+	// says and whether or not it is installed: a test that compares
+	// zkserver with ZooKeeper, or tests ZooKeeper itself, sets it. Without
+	// Java or ZooKeeper, StartT then skips the test (fails it in CI).
+	RealZooKeeper bool
+
 	// Log receives the standard output and error of every member. By
 	// default each member writes to zookeeper.log in its own temporary
 	// directory. Either way, startup errors quote the end of the log.

@@ -37,12 +37,17 @@
 //
 // With the environment variable ZKTEST_SERVER=zkserver, Start runs a
 // standalone server in process with the embedded zkserver instead of a JVM
-// (ensembles still run ZooKeeper); the default, ZKTEST_SERVER=zookeeper,
-// runs the real thing.
+// (ensembles still run ZooKeeper); ZKTEST_SERVER=zookeeper requires the
+// real thing.
 //
-// The package needs Java and ZooKeeper (3.8 is tested). It looks for the
+// The package runs Java and ZooKeeper (3.8 is tested). It looks for the
 // Debian package layout (/usr/share/java/zookeeper.jar, installed with
 // "apt-get install -y zookeeper") unless ZOOKEEPER_HOME names an unpacked
 // release; ZKTEST_JAVA selects the java binary. [Available] reports what is
 // missing, and [SkipOrFail] skips a test for it (fails it when CI is set).
+// With ZKTEST_SERVER unset and neither installed, outside CI, Start hands
+// out the embedded server instead, says so once on standard error, and
+// reports what only real ZooKeeper has (an ensemble, TLS, Kerberos,
+// [Options].RealZooKeeper, [Cluster.Pause]) as missing, so that
+// SkipOrFail skips the tests that need it; see [ServerEnv].
 package zktest

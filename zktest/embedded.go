@@ -2,24 +2,46 @@ package zktest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/zkserver"
 )
 
 // ServerEnv names the environment variable that chooses what Start runs
-// for a standalone server (Options.Servers <= 1): "zookeeper" (the
-// default) starts a real ZooKeeper in a JVM, "zkserver" the embedded
-// zkserver in this process. Ensembles, and servers with Options.TLS
-// (zkserver has no TLS), always run real ZooKeeper.
+// for a standalone server (Options.Servers <= 1): "zookeeper" starts a
+// real ZooKeeper in a JVM, "zkserver" the embedded zkserver in this
+// process. Unset, it means "zookeeper" when a ZooKeeper installation is
+// found (see [Available]) or the environment variable CI is set, and
+// otherwise "zkserver": then the first Start or Available of the process
+// says so on standard error, once, and a test that needs real ZooKeeper
+// skips, saying why. Ensembles, servers with Options.TLS or Kerberos
+// (zkserver has neither here) and Options.RealZooKeeper always run real
+// ZooKeeper.
 const ServerEnv = "ZKTEST_SERVER"
 
-// serverKind returns the server kind ServerEnv selects.
+// fallbackNote makes the note that the embedded server stands in for a
+// missing ZooKeeper appear once per process (per test binary).
+var fallbackNote sync.Once
+
+// serverKind returns the server kind ServerEnv selects, and with ServerEnv
+// unset the fallback to zkserver when no ZooKeeper is installed outside CI.
 func serverKind() (string, error) {
 	switch v := os.Getenv(ServerEnv); v {
-	case "", "zookeeper":
+	case "":
+		if err := missingZooKeeper(); err != nil {
+			fallbackNote.Do(func() {
+				fmt.Fprintf(os.Stderr, "zktest: no ZooKeeper installation found (%s); tests run on the embedded zkserver and those that need real ZooKeeper skip; set %s=zookeeper or CI=true to require it\n",
+					strings.TrimPrefix(err.Error(), "zktest: "), ServerEnv)
+			})
+			return "zkserver", nil
+		}
+		return "zookeeper", nil
+	case "zookeeper":
 		return "zookeeper", nil
 	case "zkserver":
 		return "zkserver", nil
@@ -28,10 +50,47 @@ func serverKind() (string, error) {
 	}
 }
 
+// missingZooKeeper returns why the embedded server stands in for ZooKeeper
+// when ServerEnv is unset: what findJVM found missing, outside CI. It
+// returns nil when ZooKeeper is installed or CI is set.
+func missingZooKeeper() error {
+	if inCI() {
+		return nil
+	}
+	_, err := findJVM()
+	return err
+}
+
+// realOnly returns what in opts only real ZooKeeper has, or "" if the
+// embedded server can serve opts.
+func realOnly(opts Options) string {
+	switch {
+	case opts.RealZooKeeper:
+		return "Options.RealZooKeeper"
+	case opts.Servers > 1:
+		return fmt.Sprintf("an ensemble of %d members", opts.Servers)
+	case opts.TLS:
+		return "Options.TLS"
+	case opts.Kerberos != nil:
+		return "Options.Kerberos"
+	}
+	return ""
+}
+
 // useEmbedded reports whether Start should run zkserver for opts.
 func useEmbedded(opts Options) (bool, error) {
 	kind, err := serverKind()
-	return kind == "zkserver" && opts.Servers <= 1 && !opts.TLS && opts.Kerberos == nil, err
+	return kind == "zkserver" && realOnly(opts) == "", err
+}
+
+// needsReal explains err, findJVM's report of a missing Java or
+// ZooKeeper, when opts asked for what only real ZooKeeper has.
+func needsReal(opts Options, err error) error {
+	var u *unavailableError
+	if why := realOnly(opts); why != "" && errors.As(err, &u) {
+		return &unavailableError{"real ZooKeeper is needed (" + why + ") and not installed: " + u.msg}
+	}
+	return err
 }
 
 // startEmbedded returns a Cluster of one member served by zkserver, with

@@ -37,8 +37,9 @@ type jvm struct {
 // $ZOOKEEPER_HOME (lib/*.jar and *.jar) if set, else from the Debian
 // package (/usr/share/java/zookeeper.jar).
 //
-// With ZKTEST_SERVER=zkserver (see ServerEnv) a standalone server needs
-// neither, and Available returns nil.
+// When [ServerEnv] selects the embedded server (ZKTEST_SERVER=zkserver,
+// or unset while ZooKeeper is missing outside CI), a standalone server
+// needs neither, and Available returns nil.
 func Available() error {
 	if kind, err := serverKind(); err != nil || kind == "zkserver" {
 		return err

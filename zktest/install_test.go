@@ -3,11 +3,14 @@ package zktest
 import (
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 func TestAvailableReportsMissing(t *testing.T) {
-	skipIfEmbedded(t)
+	t.Setenv(ServerEnv, "zookeeper") // require it: no embedded stand-in
 	t.Setenv("ZOOKEEPER_HOME", t.TempDir())
 	err := Available()
 	if err == nil || !isUnavailable(err) {
@@ -84,5 +87,47 @@ func TestUnavailableSkipsOutsideCI(t *testing.T) {
 		if r.ended != tc.want {
 			t.Errorf("SkipOrFail(Unavailable(%v)) with CI=%q: %q, want %q", missing, tc.ci, r.ended, tc.want)
 		}
+	}
+}
+
+// TestFallbackToEmbedded: with ZKTEST_SERVER unset and no ZooKeeper
+// installed, Start hands out the embedded server outside CI and reports
+// what needs real ZooKeeper as unavailable (a skip); in CI, or with
+// ZKTEST_SERVER=zookeeper, ZooKeeper is required as before.
+func TestFallbackToEmbedded(t *testing.T) {
+	t.Setenv(ServerEnv, "")
+	t.Setenv("CI", "")
+	t.Setenv("ZOOKEEPER_HOME", t.TempDir()) // no jars: ZooKeeper is missing
+	if err := Available(); err != nil {
+		t.Fatalf("Available without ZooKeeper outside CI = %v, want nil (the embedded server)", err)
+	}
+	c := StartT(t, Options{})
+	if !c.Embedded() {
+		t.Fatal("Start without ZooKeeper outside CI did not run the embedded server")
+	}
+	conn := connectZK(t, c.Addr(0))
+	if _, err := conn.Create(t.Context(), "/fallback", nil, zkclient.Persistent, zkclient.WorldACL(zkclient.PermAll)); err != nil {
+		t.Fatalf("create on the embedded server: %v", err)
+	}
+	for _, opts := range []Options{{Servers: 3}, {TLS: true}, {RealZooKeeper: true}} {
+		c, err := Start(t.Context(), opts)
+		if err == nil {
+			c.Close()
+			t.Fatalf("Start(%+v) without ZooKeeper succeeded", opts)
+		}
+		if !isUnavailable(err) || !strings.Contains(err.Error(), "real ZooKeeper is needed") {
+			t.Errorf("Start(%+v) without ZooKeeper = %v, want an unavailable error saying it needs real ZooKeeper", opts, err)
+		}
+	}
+	for _, env := range [][2]string{{"CI", "true"}, {ServerEnv, "zookeeper"}} {
+		t.Run(env[0], func(t *testing.T) {
+			t.Setenv(env[0], env[1])
+			if err := Available(); !isUnavailable(err) {
+				t.Errorf("Available with %s=%s and no ZooKeeper = %v, want unavailable", env[0], env[1], err)
+			}
+			if emb, err := useEmbedded(Options{}); emb || err != nil {
+				t.Errorf("useEmbedded with %s=%s = %v, %v: want real ZooKeeper", env[0], env[1], emb, err)
+			}
+		})
 	}
 }

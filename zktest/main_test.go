@@ -148,11 +148,12 @@ func (r *rawSession) create(path string, ephemeral bool) error {
 	return err
 }
 
-// skipIfEmbedded skips tests of the JVM's start-up and logs when
-// ZKTEST_SERVER=zkserver makes Start run the embedded server.
+// skipIfEmbedded skips tests of the JVM's start-up and logs when Start
+// runs the embedded server (ZKTEST_SERVER=zkserver, or no ZooKeeper
+// installed outside CI).
 func skipIfEmbedded(t *testing.T) {
 	t.Helper()
 	if kind, _ := serverKind(); kind == "zkserver" {
-		t.Skip("tests the JVM; ZKTEST_SERVER=zkserver runs the embedded server")
+		t.Skip("tests the JVM; Start runs the embedded server here (ZKTEST_SERVER=zkserver, or no ZooKeeper installed)")
 	}
 }

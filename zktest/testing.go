@@ -14,9 +14,9 @@ import (
 // StartT starts ZooKeeper like Start and closes it when the test ends
 // (tb.Cleanup). If Java or ZooKeeper is not installed it skips the test
 // with the reason, or fails it when running in CI (see SkipOrFail), also
-// when only opts need them (an ensemble or Options.TLS under
-// ZKTEST_SERVER=zkserver, or TLS without Netty's jars); any other startup
-// error fails the test.
+// when only opts need them (an ensemble, Options.TLS, Kerberos or
+// RealZooKeeper while the embedded server stands in, see [ServerEnv], or
+// TLS without Netty's jars); any other startup error fails the test.
 func StartT(tb testing.TB, opts Options) *Cluster {
 	tb.Helper()
 	SkipOrFail(tb, Available())

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -108,24 +107,26 @@ func (a *app) observe(cmd *cobra.Command, path string) error {
 	defer stop()
 	// The observer's id is never written: Observe only reads.
 	e := zkrecipes.NewElection(s, path, "zkr-observer")
-	if _, err := e.Leader(ctx); err != nil && !errors.Is(err, zkrecipes.ErrNoLeader) {
+	leaders, err := e.Observe(ctx)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return recipeError("observing "+path, err)
 	}
-	for id := range e.Observe(ctx) {
+	defer leaders.Close()
+	for {
+		id, err := leaders.Next(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil // interrupted: the normal end
+		case err != nil:
+			return recipeError("observing "+path, err)
+		}
 		line := "leader " + id
 		if id == "" {
 			line = "no leader"
 		}
 		fmt.Fprintf(a.stdout, "%s %s\n", time.Now().Format(time.RFC3339), line)
 	}
-	if ctx.Err() != nil {
-		return nil // interrupted: the normal end
-	}
-	if err := s.Err(); err != nil {
-		return withCode(exitFailure, fmt.Errorf("observing %s: %w", path, err))
-	}
-	return codef(exitFailure, "observing %s stopped", path)
 }

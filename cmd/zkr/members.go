@@ -86,16 +86,21 @@ func (a *app) members(ctx context.Context, s *zkrecipes.Session, path string, wa
 	if !watch {
 		return nil
 	}
-	for ms := range zkrecipes.WatchGroup(ctx, s, path) {
+	w, err := zkrecipes.WatchGroup(ctx, s, path)
+	if err != nil {
+		return recipeError("watching members of "+path, err)
+	}
+	defer w.Close()
+	for {
+		ms, err := w.Next(ctx)
+		if err != nil {
+			return recipeError("watching members of "+path, err)
+		}
 		if cur := shown(ms); !slices.Equal(cur, last) {
 			show(cur)
 			last = cur
 		}
 	}
-	if err := s.Err(); err != nil {
-		return withCode(exitFailure, fmt.Errorf("watching members of %s: %w", path, err))
-	}
-	return codef(exitFailure, "watching members of %s stopped (-v tells why)", path)
 }
 
 // joinFlags are zkr join's options.

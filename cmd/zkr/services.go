@@ -265,15 +265,20 @@ func (a *app) services(ctx context.Context, s *zkrecipes.Session, args []string,
 	if !watch {
 		return nil
 	}
+	w, err := d.Watch(ctx, name)
+	if err != nil {
+		return recipeError("watching instances of "+name, err)
+	}
+	defer w.Close()
 	last, _ := json.Marshal(insts)
-	for insts := range d.Watch(ctx, name) {
+	for {
+		insts, err := w.Next(ctx)
+		if err != nil {
+			return recipeError("watching instances of "+name, err)
+		}
 		if cur, _ := json.Marshal(insts); string(cur) != string(last) {
 			show(insts)
 			last = cur
 		}
 	}
-	if err := s.Err(); err != nil {
-		return withCode(exitFailure, fmt.Errorf("watching instances of %s: %w", name, err))
-	}
-	return codef(exitFailure, "watching instances of %s stopped (-v tells why)", name)
 }

@@ -209,11 +209,11 @@ loop:
 			}
 		}
 	}
-	if err == nil || errors.Is(err, zkrecipes.ErrCacheClosed) {
+	if err == nil || errors.Is(err, zkrecipes.ErrStreamClosed) {
 		cache.Close()
-		// What is queued, then the end: ErrCacheClosed, or the
+		// What is queued, then the end: ErrStreamClosed, or the
 		// session's end if it came first.
-		if _, err := drain(); err != nil && !errors.Is(err, zkrecipes.ErrCacheClosed) {
+		if _, err := drain(); err != nil && !errors.Is(err, zkrecipes.ErrStreamClosed) {
 			r.fail(f.c.id, gen, ResCache, OpCacheNext, err)
 		}
 	} else {

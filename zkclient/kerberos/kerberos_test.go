@@ -98,7 +98,7 @@ func TestGSSAPI(t *testing.T) {
 		px := zktest.NewProxyT(t, cluster.Addr(0))
 		c := connect(t, px.Addr(), bob)
 		states := c.States()
-		defer states.Stop()
+		defer states.Close()
 		px.Cut()
 		for {
 			ev, err := states.Next(ctx)
@@ -196,7 +196,7 @@ func TestGSSAPIFailover(t *testing.T) {
 	}
 	defer c.Close()
 	states := c.States()
-	defer states.Stop()
+	defer states.Close()
 	id := c.SessionID()
 	const node = "/krb-failover"
 	if _, err := c.Create(ctx, node, []byte("before"), zkclient.Persistent, zkclient.SASLACL(zkclient.PermAll, bobID.User)); err != nil {
