@@ -77,7 +77,8 @@ func (a *AtomicLong) Get(ctx context.Context) (int64, error) {
 
 // read returns the value and the node's version, -1 if it does not exist.
 func (a *AtomicLong) read(ctx context.Context) (int64, int32, error) {
-	data, st, err := a.s.getData(ctx, a.path)
+	rd, err := a.s.read(ctx, a.path, reading{op: readData})
+	data, st := rd.data, rd.st
 	if errors.Is(err, zkclient.ErrNoNode) {
 		return 0, -1, nil
 	}

@@ -37,7 +37,7 @@ func (b *Barrier) Set(ctx context.Context) error {
 	if b.err != nil {
 		return b.err
 	}
-	_, _, err := b.s.createNode(ctx, b.path, nil, zkclient.Persistent, createHooks{})
+	_, _, err := b.s.create(ctx, b.path, nil, creating{mode: zkclient.Persistent, parents: true, resend: true, wait: b.s.createWait})
 	if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
 		return errorf("set barrier %s: %w", b.path, err)
 	}
@@ -65,7 +65,7 @@ func (b *Barrier) Wait(ctx context.Context) error {
 	}
 	// exists needs no permission on the barrier's node, which another
 	// session may have set with an ACL of its own.
-	if err := b.s.awaitDeleted(ctx, b.path, b.s.existsStatW, nil); err != nil {
+	if err := b.s.awaitDeleted(ctx, b.path, readStat, nil); err != nil {
 		return errorf("wait on barrier %s: %w", b.path, err)
 	}
 	return nil
@@ -146,12 +146,13 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 
 func (b *DoubleBarrier) enter(ctx context.Context, name string) error {
 	s, ready := b.s, b.path+"/"+readyNode
-	if err := s.ensurePath(ctx, b.path); err != nil {
+	if err := s.makePath(ctx, append(parents(b.path), b.path), zkclient.Container, nil); err != nil {
 		return err
 	}
 	// Watch "ready" before our node exists: whoever counts us and creates
 	// it does so after this watch is set, so we cannot miss it.
-	open, w, err := s.existsW(ctx, ready)
+	rd, err := s.read(ctx, ready, reading{op: readStat, watch: true})
+	open, w := rd.ok, rd.w
 	if err != nil {
 		return err
 	}
@@ -162,12 +163,13 @@ func (b *DoubleBarrier) enter(ctx context.Context, name string) error {
 	if open {
 		return nil // a round is under way: join it
 	}
-	kids, err := s.children(ctx, b.path)
+	rd, err = s.read(ctx, b.path, reading{op: readChildren})
+	kids := rd.kids
 	if err != nil {
 		return err
 	}
 	if len(members(kids)) >= b.n {
-		_, lost, err := s.createNode(ctx, ready, nil, zkclient.Ephemeral, createHooks{})
+		_, lost, err := s.create(ctx, ready, nil, creating{mode: zkclient.Ephemeral, parents: true, resend: true, wait: s.createWait})
 		if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
 			if lost {
 				// An attempt whose answer was lost may have made it.
@@ -240,7 +242,8 @@ func (b *DoubleBarrier) leave(ctx context.Context, name string) error {
 	}
 	deleted := false
 	for {
-		kids, err := s.children(ctx, b.path)
+		rd, err := s.read(ctx, b.path, reading{op: readChildren})
+		kids := rd.kids
 		if errors.Is(err, zkclient.ErrNoNode) {
 			return nil
 		}
@@ -274,7 +277,7 @@ func (b *DoubleBarrier) leave(ctx context.Context, name string) error {
 			}
 			wait = ms[0] // wait for the lowest, which goes last
 		}
-		if err := s.awaitDeleted(ctx, b.path+"/"+wait, s.existsStatW, nil); err != nil {
+		if err := s.awaitDeleted(ctx, b.path+"/"+wait, readStat, nil); err != nil {
 			return err
 		}
 	}

@@ -480,7 +480,7 @@ func TestCacheExpiry(t *testing.T) {
 	root := e.path + "/tree"
 	e.mkdirs(root)
 	e.create(root+"/a", "a1")
-	s := e.session(zkrecipes.WithSessionTimeout(4 * time.Second))
+	s := e.session(zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(4 * time.Second)))
 	c := newCache(t, s, root)
 	m := initialEvents(t, c)
 	e.set(root+"/a", "a2")

@@ -50,7 +50,7 @@ func (s *Session) conditionalWrite(ctx context.Context, p string, data []byte, v
 			return false, nil
 		case version < 0 && errors.Is(err, zkclient.ErrNoNode) && missing < 3:
 			missing++
-			if err := s.ensureParents(ctx, p); err != nil {
+			if err := s.makePath(ctx, parents(p), zkclient.Container, nil); err != nil {
 				return false, err
 			}
 			continue
@@ -65,7 +65,8 @@ func (s *Session) conditionalWrite(ctx context.Context, p string, data []byte, v
 		if err := retry(ctx, s, func() error { return s.c.Sync(ctx, p) }); err != nil {
 			return false, unconfirmed(p, err)
 		}
-		now, st, err := s.getData(ctx, p)
+		rd, err := s.read(ctx, p, reading{op: readData})
+		now, st := rd.data, rd.st
 		switch {
 		case errors.Is(err, zkclient.ErrNoNode) && version < 0:
 			continue // not created: create again
@@ -87,27 +88,27 @@ func (s *Session) conditionalWrite(ctx context.Context, p string, data []byte, v
 // a write that was applied is reported as applied, and one whose fate stays
 // unknown as ErrWriteUnconfirmed, whatever became of ctx.
 func (s *Session) sendWrite(ctx context.Context, p string, data []byte, version int32) error {
-	var wait func(context.Context) error
-	if version < 0 {
-		s.stats.creates.Add(1)
-		call := s.c.CreateAsync(p, data, zkclient.Persistent, s.acl)
-		wait = func(ctx context.Context) error { _, err := call.Wait(ctx); return err }
-	} else {
-		call := s.c.SetAsync(p, data, version)
-		wait = func(ctx context.Context) error { _, err := call.Wait(ctx); return err }
+	// late judges a write whose answer came after ctx ended.
+	late := func(cctx context.Context, err error) error {
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, ErrConnectionLoss), cctx.Err() != nil:
+			return unconfirmed(p, ctx.Err())
+		default:
+			return err // refused: not applied
+		}
 	}
-	err := wait(ctx)
-	if ctx.Err() == nil || err == nil {
+	if version < 0 {
+		_, _, err := s.create(ctx, p, data, creating{mode: zkclient.Persistent, wait: func(ctx context.Context, call *zkclient.Call[zkclient.Created]) (zkclient.Created, error) {
+			return awaitLate(ctx, s, call, func(cctx context.Context, r zkclient.Created, err error) (zkclient.Created, error) {
+				return r, late(cctx, err)
+			})
+		}})
 		return err
 	}
-	cctx, cancel := s.cleanupContext(ctx)
-	defer cancel()
-	switch err := wait(cctx); {
-	case err == nil:
-		return nil
-	case errors.Is(err, ErrConnectionLoss), cctx.Err() != nil:
-		return unconfirmed(p, ctx.Err())
-	default:
-		return err // refused: not applied
-	}
+	_, err := awaitLate(ctx, s, s.c.SetAsync(p, data, version), func(cctx context.Context, st zkclient.Stat, err error) (zkclient.Stat, error) {
+		return st, late(cctx, err)
+	})
+	return err
 }

@@ -19,103 +19,56 @@ import (
 // zkclient.ErrNodeExists, zkclient.ErrBadVersion, zkclient.ErrNotEmpty,
 // zkclient.ErrNoAuth...), or ErrSessionExpired / ErrSessionClosed.
 //
-// Reads (Get, Children, Exists, Stat, GetACL, and the watching reads) are
+// Reads (Get, Children, Exists, GetACL, and the watching reads) are
 // sent again after a connection loss, while ctx allows and the session
 // lives: they change nothing. Writes are not: a write whose answer was lost
 // may or may not have been applied, so it returns an error wrapping
 // ErrConnectionLoss and the caller decides (a versioned Set or Delete, or a
-// Multi with a check, can be retried safely). Creating missing parents is
-// the exception: each parent's create is retried, since a parent that
-// exists is what it wants.
+// Multi with a check, can be retried safely). CreateParents is the
+// exception: each parent's create is retried, since a parent that exists
+// is what it wants.
 
-// CreateOption configures Session.Create.
-type CreateOption func(*createConfig)
-
-type createConfig struct {
-	mode       zkclient.CreateMode
-	ttl        time.Duration
-	acl        []zkclient.ACL
-	parents    bool
-	containers bool
+// Create creates the node path with data (nil: no data), in mode, with acl,
+// and returns the path made (with the number of a sequential mode) and the
+// node's Stat, as zkclient.Client.Create does. What the Session adds: a nil
+// acl is the Session's ACL (WithACL). A missing parent is an error wrapping
+// zkclient.ErrNoNode: make the parents with CreateParents. The TTL modes
+// are for CreateTTL.
+func (s *Session) Create(ctx context.Context, path string, data []byte, mode zkclient.CreateMode, acl []zkclient.ACL) (zkclient.Created, error) {
+	return s.CreateTTL(ctx, path, data, mode, acl, 0)
 }
 
-// WithCreateMode sets the new node's mode: zkclient.Persistent (the
-// default), Ephemeral, PersistentSequential, EphemeralSequential,
-// Container, or a TTL mode (with WithTTL).
-func WithCreateMode(m zkclient.CreateMode) CreateOption {
-	return func(c *createConfig) { c.mode = m }
+// CreateTTL creates a node of a TTL mode (zkclient.PersistentWithTTL,
+// PersistentSequentialWithTTL), which the server deletes once it has had
+// no children and no change for ttl, as zkclient.Client.CreateTTL does; a
+// nil acl is the Session's. The server must run with extendedTypesEnabled
+// (ZooKeeper 3.5.3+); otherwise the create fails with
+// zkclient.ErrUnimplemented.
+func (s *Session) CreateTTL(ctx context.Context, path string, data []byte, mode zkclient.CreateMode, acl []zkclient.ACL, ttl time.Duration) (zkclient.Created, error) {
+	made, _, err := s.create(ctx, path, data, creating{mode: mode, ttl: ttl, acl: acl, stat: true})
+	return made, err
 }
 
-// WithTTL makes the node a TTL node: the server deletes it once it has had
-// no children and no change for ttl. With the default (persistent) or
-// persistent-sequential mode it picks the matching TTL mode. The server
-// must run with extendedTypesEnabled (ZooKeeper 3.5.3+); otherwise the
-// create fails with zkclient.ErrUnimplemented.
-func WithTTL(ttl time.Duration) CreateOption { return func(c *createConfig) { c.ttl = ttl } }
-
-// WithCreateACL sets the new node's ACL (by default the Session's, see
-// WithACL). Parents created by WithParents get it too.
-func WithCreateACL(acl []zkclient.ACL) CreateOption {
-	return func(c *createConfig) { c.acl = acl }
-}
-
-// WithParents creates the node's missing ancestors first, as persistent
-// nodes with empty data. It costs one create per missing ancestor, and
-// nothing when the parent exists.
-func WithParents() CreateOption { return func(c *createConfig) { c.parents = true } }
-
-// WithContainerParents is WithParents with container ancestors, which the
-// server deletes once they are empty (the way the recipes make their
-// directories).
-func WithContainerParents() CreateOption {
-	return func(c *createConfig) { c.parents, c.containers = true, true }
-}
-
-// Create creates the node path with data and returns its path (with the
-// sequence number of a sequential mode) and Stat. Without WithParents a
-// missing parent is an error wrapping zkclient.ErrNoNode.
-func (s *Session) Create(ctx context.Context, path string, data []byte, opts ...CreateOption) (zkclient.Created, error) {
-	cfg := createConfig{mode: zkclient.Persistent, acl: s.acl}
-	for _, o := range opts {
-		o(&cfg)
+// CreateParents creates the missing ancestors of path (not path itself),
+// with no data, in mode (zkclient.Persistent, or zkclient.Container for
+// ancestors the server deletes once they are empty, the way the recipes
+// make their directories) and with acl (nil: the Session's). Zookeeper has
+// no such operation: the Session sends one create per ancestor, from the
+// root down, and again after a connection loss (an ancestor that exists is
+// what it wants). It costs one create per ancestor.
+func (s *Session) CreateParents(ctx context.Context, path string, mode zkclient.CreateMode, acl []zkclient.ACL) error {
+	if err := checkPath(path); err != nil {
+		return err
 	}
-	if cfg.ttl > 0 {
-		switch cfg.mode {
-		case zkclient.Persistent:
-			cfg.mode = zkclient.PersistentWithTTL
-		case zkclient.PersistentSequential:
-			cfg.mode = zkclient.PersistentSequentialWithTTL
-		}
-	}
-	create := func() (zkclient.Created, error) {
-		s.stats.creates.Add(1)
-		return s.c.CreateTTL(ctx, path, data, cfg.mode, cfg.acl, cfg.ttl)
-	}
-	created, err := create()
-	if !cfg.parents || !errors.Is(err, zkclient.ErrNoNode) {
-		return created, err
-	}
-	mode := zkclient.Persistent
-	if cfg.containers {
-		mode = zkclient.Container
-	}
-	for _, p := range parents(path) {
-		err := retry(ctx, s, func() error {
-			s.stats.creates.Add(1)
-			_, err := s.c.Create(ctx, p, nil, mode, cfg.acl)
-			return err
-		})
-		if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
-			return zkclient.Created{}, err
-		}
-	}
-	return create()
+	return s.makePath(ctx, parents(path), mode, acl)
 }
 
 // Get returns the node's data (nil for a node created with null data) and
-// its Stat.
+// its Stat, as zkclient.Client.Get does; the Session sends it again after a
+// connection loss.
 func (s *Session) Get(ctx context.Context, path string) ([]byte, zkclient.Stat, error) {
-	return s.getData(ctx, path)
+	r, err := s.read(ctx, path, reading{op: readData})
+	return r.data, r.st, err
 }
 
 // Set writes the node's data if its version is version (-1: any version)
@@ -141,7 +94,7 @@ func (s *Session) Delete(ctx context.Context, path string, version int32) error 
 // session) can leave part of the tree. It costs one listing and one delete
 // per node.
 func (s *Session) DeleteTree(ctx context.Context, path string) error {
-	if _, err := s.stat(ctx, path); err != nil {
+	if _, err := s.read(ctx, path, reading{op: readStat}); err != nil {
 		return err
 	}
 	return s.deleteTree(ctx, path)
@@ -149,14 +102,14 @@ func (s *Session) DeleteTree(ctx context.Context, path string) error {
 
 func (s *Session) deleteTree(ctx context.Context, p string) error {
 	for {
-		kids, err := s.children(ctx, p)
+		r, err := s.read(ctx, p, reading{op: readChildren})
 		if errors.Is(err, zkclient.ErrNoNode) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		for _, k := range kids {
+		for _, k := range r.kids {
 			if err := s.deleteTree(ctx, zkpath.Join(p, k)); err != nil {
 				return err
 			}
@@ -169,25 +122,24 @@ func (s *Session) deleteTree(ctx context.Context, p string) error {
 	}
 }
 
-// Children returns the names of the node's children, sorted.
-func (s *Session) Children(ctx context.Context, path string) ([]string, error) {
-	kids, err := s.children(ctx, path)
-	slices.Sort(kids)
-	return kids, err
+// Children returns the names of the node's children and the node's Stat,
+// as zkclient.Client.Children does; the Session sorts the names and sends
+// the request again after a connection loss.
+func (s *Session) Children(ctx context.Context, path string) ([]string, zkclient.Stat, error) {
+	r, err := s.read(ctx, path, reading{op: readChildren})
+	slices.Sort(r.kids)
+	return r.kids, r.st, err
 }
 
-// Exists reports whether the node exists.
-func (s *Session) Exists(ctx context.Context, path string) (bool, error) {
-	_, err := s.stat(ctx, path)
+// Exists returns the node's Stat and true, or false (and no error) if
+// there is no node at path, as zkclient.Client.Exists does; the Session
+// sends it again after a connection loss.
+func (s *Session) Exists(ctx context.Context, path string) (zkclient.Stat, bool, error) {
+	r, err := s.read(ctx, path, reading{op: readStat})
 	if errors.Is(err, zkclient.ErrNoNode) {
-		return false, nil
+		return zkclient.Stat{}, false, nil
 	}
-	return err == nil, err
-}
-
-// Stat returns the node's Stat, or an error wrapping zkclient.ErrNoNode.
-func (s *Session) Stat(ctx context.Context, path string) (zkclient.Stat, error) {
-	return s.stat(ctx, path)
+	return r.st, err == nil, err
 }
 
 // Sync makes the server this session is connected to catch up with the
@@ -198,7 +150,8 @@ func (s *Session) Sync(ctx context.Context, path string) error {
 	return s.c.Sync(ctx, path)
 }
 
-// GetACL returns the node's ACL and Stat.
+// GetACL returns the node's ACL and Stat, as zkclient.Client.GetACL does;
+// the Session sends it again after a connection loss.
 func (s *Session) GetACL(ctx context.Context, path string) ([]zkclient.ACL, zkclient.Stat, error) {
 	var acl []zkclient.ACL
 	var st zkclient.Stat
@@ -229,53 +182,37 @@ func (s *Session) Multi(ctx context.Context, ops ...zkclient.Op) ([]zkclient.OpR
 // which fires once, when the node's data changes or the node is deleted.
 // The watch's channel never drops its event; Remove it when no longer
 // waiting. A missing node is an error wrapping zkclient.ErrNoNode, and no
-// watch is set.
+// watch is set. As zkclient.Client.GetW, sent again after a connection loss.
 func (s *Session) GetW(ctx context.Context, path string) ([]byte, zkclient.Stat, *zkclient.Watch, error) {
-	var data []byte
-	var st zkclient.Stat
-	var w *zkclient.Watch
-	err := retry(ctx, s, func() (err error) {
-		s.stats.reads.Add(1)
-		data, st, w, err = s.c.GetW(ctx, path)
-		return err
-	})
-	return data, st, w, err
+	r, err := s.read(ctx, path, reading{op: readData, watch: true})
+	return r.data, r.st, r.w.w, err
 }
 
-// ExistsW reports whether the node exists and sets a one-shot watch that
-// fires when it is created, changed or deleted.
+// ExistsW returns the node's Stat and whether it exists, and sets a one-shot
+// watch that fires when it is created, changed or deleted. As
+// zkclient.Client.ExistsW, sent again after a connection loss.
 func (s *Session) ExistsW(ctx context.Context, path string) (zkclient.Stat, bool, *zkclient.Watch, error) {
-	var st zkclient.Stat
-	var ok bool
-	var w *zkclient.Watch
-	err := retry(ctx, s, func() (err error) {
-		s.stats.reads.Add(1)
-		st, ok, w, err = s.c.ExistsW(ctx, path)
-		return err
-	})
-	return st, ok, w, err
+	r, err := s.read(ctx, path, reading{op: readStat, watch: true})
+	return r.st, r.ok && err == nil, r.w.w, err
 }
 
-// ChildrenW returns the node's children, sorted, and sets a one-shot watch
-// that fires when a child is created or deleted, or the node is deleted.
-func (s *Session) ChildrenW(ctx context.Context, path string) ([]string, *zkclient.Watch, error) {
-	var kids []string
-	var w *zkclient.Watch
-	err := retry(ctx, s, func() (err error) {
-		s.stats.listings.Add(1)
-		kids, _, w, err = s.c.ChildrenW(ctx, path)
-		return err
-	})
-	slices.Sort(kids)
-	return kids, w, err
+// ChildrenW returns the node's children and its Stat, and sets a one-shot
+// watch that fires when a child is created or deleted, or the node is
+// deleted. As zkclient.Client.ChildrenW; the Session sorts the names and
+// sends the request again after a connection loss.
+func (s *Session) ChildrenW(ctx context.Context, path string) ([]string, zkclient.Stat, *zkclient.Watch, error) {
+	r, err := s.read(ctx, path, reading{op: readChildren, watch: true})
+	slices.Sort(r.kids)
+	return r.kids, r.st, r.w.w, err
 }
 
 // AddWatch sets a persistent watch on path (ZooKeeper 3.6+): every change
 // of the node (with recursive, of every node under it too) is delivered,
 // in order, none dropped, until Remove or the session's end. It survives
-// reconnections. Node creations, data changes and deletions are reported;
-// a recursive watch reports no child-list changes (the creations and
-// deletions say it all).
+// reconnections (as zkclient.Client.AddWatch; the Session sends the
+// request again after a connection loss). Node creations, data changes and
+// deletions are reported; a recursive watch reports no child-list changes
+// (the creations and deletions say it all).
 func (s *Session) AddWatch(ctx context.Context, path string, recursive bool) (*zkclient.PersistentWatch, error) {
 	var w *zkclient.PersistentWatch
 	err := retry(ctx, s, func() (err error) {

@@ -19,21 +19,22 @@ func TestDataPlane(t *testing.T) {
 	s := e.session()
 	base := e.path + "/data"
 
-	// Parents: refused without WithParents, made with it.
-	if _, err := s.Create(ctx, base+"/a/b", []byte("x")); !errors.Is(err, zkclient.ErrNoNode) {
+	// Parents: refused without CreateParents, made with it.
+	if _, err := s.Create(ctx, base+"/a/b", []byte("x"), zkclient.Persistent, nil); !errors.Is(err, zkclient.ErrNoNode) {
 		t.Fatalf("Create under a missing parent = %v, want ErrNoNode", err)
 	}
-	created, err := s.Create(ctx, base+"/a/b", []byte("x"), zkrecipes.WithParents())
+	must(t, s.CreateParents(ctx, base+"/a/b", zkclient.Persistent, nil), "CreateParents")
+	created, err := s.Create(ctx, base+"/a/b", []byte("x"), zkclient.Persistent, nil)
 	must(t, err, "Create with parents")
 	if created.Path != base+"/a/b" || created.Stat.Version != 0 || created.Stat.DataLength != 1 {
 		t.Errorf("Created %+v", created)
 	}
-	if _, err := s.Create(ctx, base+"/a/b", nil); !errors.Is(err, zkclient.ErrNodeExists) {
+	if _, err := s.Create(ctx, base+"/a/b", nil, zkclient.Persistent, nil); !errors.Is(err, zkclient.ErrNodeExists) {
 		t.Errorf("second Create = %v, want ErrNodeExists", err)
 	}
 	// Null data stays null; empty stays empty.
-	must2(t)(s.Create(ctx, base+"/null", nil))
-	must2(t)(s.Create(ctx, base+"/empty", []byte{}))
+	must2(t)(s.Create(ctx, base+"/null", nil, zkclient.Persistent, nil))
+	must2(t)(s.Create(ctx, base+"/empty", []byte{}, zkclient.Persistent, nil))
 	if d, _, err := s.Get(ctx, base+"/null"); err != nil || d != nil {
 		t.Errorf("Get of null data = %q (nil %v), %v", d, d == nil, err)
 	}
@@ -61,45 +62,43 @@ func TestDataPlane(t *testing.T) {
 	}
 
 	// Modes.
-	seq, err := s.Create(ctx, base+"/seq-", nil, zkrecipes.WithCreateMode(zkclient.PersistentSequential))
+	seq, err := s.Create(ctx, base+"/seq-", nil, zkclient.PersistentSequential, nil)
 	must(t, err, "sequential Create")
 	if seq.Path != base+"/seq-0000000003" {
 		t.Errorf("sequential path %q, want the fourth child's number", seq.Path)
 	}
-	eph, err := s.Create(ctx, base+"/eph", []byte("e"), zkrecipes.WithCreateMode(zkclient.Ephemeral))
+	eph, err := s.Create(ctx, base+"/eph", []byte("e"), zkclient.Ephemeral, nil)
 	must(t, err, "ephemeral Create")
 	if eph.Stat.EphemeralOwner != s.ID() {
 		t.Errorf("ephemeral owner 0x%x, want the session 0x%x", eph.Stat.EphemeralOwner, s.ID())
 	}
-	if _, err := s.Create(ctx, base+"/ttl", nil, zkrecipes.WithTTL(time.Hour)); err != nil && !errors.Is(err, zkclient.ErrUnimplemented) {
+	if _, err := s.CreateTTL(ctx, base+"/ttl", nil, zkclient.PersistentWithTTL, nil, time.Hour); err != nil && !errors.Is(err, zkclient.ErrUnimplemented) {
 		t.Errorf("TTL Create = %v", err)
 	}
-	if _, err := s.Create(ctx, base+"/c/x", nil, zkrecipes.WithContainerParents()); err != nil {
+	must(t, s.CreateParents(ctx, base+"/c/x", zkclient.Container, nil), "CreateParents of containers")
+	if _, err := s.Create(ctx, base+"/c/x", nil, zkclient.Persistent, nil); err != nil {
 		t.Fatalf("Create with container parents: %v", err)
 	}
-	if st, err := s.Stat(ctx, base+"/c"); err != nil || st.NumChildren != 1 {
+	if st, _, err := s.Exists(ctx, base+"/c"); err != nil || st.NumChildren != 1 || st.EphemeralOwner != 0 {
 		t.Errorf("Stat of a container parent: %+v %v", st, err)
 	}
 
 	// Reads.
-	kids, err := s.Children(ctx, base)
+	kids, _, err := s.Children(ctx, base)
 	must(t, err, "Children")
 	want := []string{"a", "c", "empty", "eph", "null", "seq-0000000003"}
-	if _, err := s.Stat(ctx, base+"/ttl"); err == nil {
+	if _, ok, err := s.Exists(ctx, base+"/ttl"); ok && err == nil {
 		want = append(want, "ttl")
 		slices.Sort(want)
 	}
 	if !slices.Equal(kids, want) {
 		t.Errorf("Children = %v, want %v (sorted)", kids, want)
 	}
-	if ok, err := s.Exists(ctx, base+"/nope"); ok || err != nil {
+	if _, ok, err := s.Exists(ctx, base+"/nope"); ok || err != nil {
 		t.Errorf("Exists of a missing node = %v, %v", ok, err)
 	}
-	if ok, err := s.Exists(ctx, base+"/null"); !ok || err != nil {
+	if _, ok, err := s.Exists(ctx, base+"/null"); !ok || err != nil {
 		t.Errorf("Exists of a node = %v, %v", ok, err)
-	}
-	if _, err := s.Stat(ctx, base+"/nope"); !errors.Is(err, zkclient.ErrNoNode) {
-		t.Errorf("Stat of a missing node = %v, want ErrNoNode", err)
 	}
 	must(t, s.Sync(ctx, base), "Sync")
 
@@ -119,8 +118,11 @@ func TestDataPlane(t *testing.T) {
 
 	// Bad paths fail before any request.
 	for _, bad := range []string{"", "x", "/x/", "/a//b", "/a/./b"} {
-		if _, err := s.Create(ctx, bad, nil, zkrecipes.WithParents()); !errors.Is(err, zkrecipes.ErrInvalidPath) {
+		if _, err := s.Create(ctx, bad, nil, zkclient.Persistent, nil); !errors.Is(err, zkrecipes.ErrInvalidPath) {
 			t.Errorf("Create %q = %v, want ErrInvalidPath", bad, err)
+		}
+		if err := s.CreateParents(ctx, bad, zkclient.Persistent, nil); !errors.Is(err, zkrecipes.ErrInvalidPath) {
+			t.Errorf("CreateParents %q = %v, want ErrInvalidPath", bad, err)
 		}
 		if _, _, err := s.Get(ctx, bad); !errors.Is(err, zkrecipes.ErrInvalidPath) {
 			t.Errorf("Get %q = %v, want ErrInvalidPath", bad, err)
@@ -134,9 +136,10 @@ func TestDataPlane(t *testing.T) {
 	if err := s.DeleteTree(ctx, base+"/nope"); !errors.Is(err, zkclient.ErrNoNode) {
 		t.Errorf("DeleteTree of a missing node = %v, want ErrNoNode", err)
 	}
-	must2(t)(s.Create(ctx, base+"/a/b/c/d", nil, zkrecipes.WithParents()))
+	must(t, s.CreateParents(ctx, base+"/a/b/c/d", zkclient.Persistent, nil), "CreateParents")
+	must2(t)(s.Create(ctx, base+"/a/b/c/d", nil, zkclient.Persistent, nil))
 	must(t, s.DeleteTree(ctx, base+"/a"), "DeleteTree")
-	if ok, _ := s.Exists(ctx, base+"/a"); ok {
+	if _, ok, _ := s.Exists(ctx, base+"/a"); ok {
 		t.Error("DeleteTree left the node")
 	}
 }
@@ -159,7 +162,8 @@ func TestHeldOp(t *testing.T) {
 	s := e.session()
 	c := s.Client()
 	res := e.path + "/resource"
-	must2(t)(s.Create(ctx, res, nil, zkrecipes.WithParents()))
+	must(t, s.CreateParents(ctx, res, zkclient.Persistent, nil), "CreateParents")
+	must2(t)(s.Create(ctx, res, nil, zkclient.Persistent, nil))
 	m := zkrecipes.NewMutex(s, e.path+"/lock")
 	if _, err := s.Multi(ctx, m.HeldOp(), c.SetOp(res, []byte("early"), -1)); !errors.Is(err, zkrecipes.ErrNotHeld) {
 		t.Errorf("Multi with the check of a lock not held = %v, want ErrNotHeld", err)
@@ -208,8 +212,9 @@ func TestDeleteTreeWhileChildrenAppear(t *testing.T) {
 	ctx := ctxTimeout(t, time.Minute)
 	s, other := e.session(), e.session()
 	root := e.path + "/tree"
+	must(t, s.CreateParents(ctx, root+"/x", zkclient.Persistent, nil), "CreateParents")
 	for i := range 50 {
-		must2(t)(s.Create(ctx, root+"/"+string(rune('a'+i%26))+string(rune('a'+i/26)), nil, zkrecipes.WithParents()))
+		must2(t)(s.Create(ctx, root+"/"+string(rune('a'+i%26))+string(rune('a'+i/26)), nil, zkclient.Persistent, nil))
 	}
 	stop := make(chan struct{})
 	added := make(chan int)
@@ -222,7 +227,7 @@ func TestDeleteTreeWhileChildrenAppear(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := other.Create(ctx, root+"/new-", nil, zkrecipes.WithCreateMode(zkclient.PersistentSequential)); err != nil {
+			if _, err := other.Create(ctx, root+"/new-", nil, zkclient.PersistentSequential, nil); err != nil {
 				return // the tree is gone
 			}
 			n++
@@ -232,7 +237,7 @@ func TestDeleteTreeWhileChildrenAppear(t *testing.T) {
 	close(stop)
 	n := <-added
 	must(t, err, "DeleteTree with children appearing")
-	if ok, _ := s.Exists(ctx, root); ok {
+	if _, ok, _ := s.Exists(ctx, root); ok {
 		t.Errorf("DeleteTree left %s (%d children were added meanwhile)", root, n)
 	}
 	t.Logf("%d children added while deleting", n)

@@ -307,7 +307,8 @@ func (d *Discovery) Register(ctx context.Context, inst ServiceInstance) (*Regist
 // reregister updates node, registered already, if it is this session's;
 // otherwise it returns exists, the error that said it is there.
 func (d *Discovery) reregister(ctx context.Context, node string, data []byte, exists error) error {
-	st, err := d.s.stat(ctx, node)
+	rd, err := d.s.read(ctx, node, reading{op: readStat})
+	st := rd.st
 	switch {
 	case errors.Is(err, zkclient.ErrNoNode):
 		return exists // gone meanwhile: the caller may try again
@@ -396,7 +397,8 @@ func (d *Discovery) Services(ctx context.Context) ([]string, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	kids, err := d.s.children(ctx, d.base)
+	rd, err := d.s.read(ctx, d.base, reading{op: readChildren})
+	kids := rd.kids
 	if errors.Is(err, zkclient.ErrNoNode) {
 		return nil, nil
 	}
@@ -438,7 +440,8 @@ func (d *Discovery) Instance(ctx context.Context, name, id string) (ServiceInsta
 		return ServiceInstance{}, false, errorf("instance %q of %q in %s: %w", id, name, d.base, err)
 	}
 	p := d.base + "/" + name + "/" + id
-	data, _, err := d.s.getData(ctx, p)
+	rd, err := d.s.read(ctx, p, reading{op: readData})
+	data := rd.data
 	if errors.Is(err, zkclient.ErrNoNode) {
 		return ServiceInstance{}, false, nil
 	}
@@ -568,9 +571,9 @@ func keepOnSession(ctx context.Context, d *Discovery, node string, inst ServiceI
 			}
 			// Deleted by someone else, or void in strict mode while
 			// still ours: register again once it is gone.
-			err = s.awaitDeleted(ctx, node, s.existsStatW, nil)
+			err = s.awaitDeleted(ctx, node, readStat, nil)
 		case errors.Is(err, ErrMemberExists):
-			err = s.awaitDeleted(ctx, node, s.existsStatW, nil)
+			err = s.awaitDeleted(ctx, node, readStat, nil)
 		}
 		switch {
 		case ctx.Err() != nil, s.Err() != nil:

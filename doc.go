@@ -27,11 +27,37 @@
 // users' backs; once it is over, [Session.Done] is closed and every call
 // returns an error that wraps [ErrSessionExpired] (or [ErrSessionClosed]).
 // [Session.States] streams what to believe meanwhile (suspended, lost,
-// reconnected, expired, closed). The Session also reads and writes the
-// caller's own nodes ([Session.Create], [Session.Get], [Session.Multi], ...);
-// it runs on the project's own client, package
+// reconnected, expired, closed).
+//
+// # Two layers: the client and the Session
+//
+// The Session runs on the project's own client, package
 // [github.com/zkrecipes/zkrecipes/zkclient], which [Session.Client] gives to
-// code that needs more.
+// code that needs more. The rule between them:
+//
+//   - [zkclient.Client] is the raw protocol: one request, one answer, no
+//     retries; a session expiry ends it.
+//   - [Session] is the framework around one session: its life and loss,
+//     the recipes, the chroot (a client option), the retry of idempotent
+//     reads across connection loss, parents made on request, a default ACL.
+//
+// Where both offer an operation it has the same name and the same shape:
+// [Session.Create], [Session.CreateTTL], [Session.Get], [Session.GetW],
+// [Session.Set], [Session.Delete], [Session.Exists], [Session.ExistsW],
+// [Session.Children], [Session.ChildrenW], [Session.GetACL],
+// [Session.SetACL], [Session.Sync], [Session.Multi] and [Session.AddWatch]
+// take the client's parameters and return its results. What the Session
+// adds is said in each one's doc, and is only this: reads (and AddWatch)
+// are sent again after a connection loss while ctx allows and the session
+// lives; children are sorted; a nil ACL is the Session's ([WithACL]); the
+// creates, deletes, listings and reads are counted in [Session.Stats].
+// Writes are never sent again: an answer lost with the connection leaves
+// the write's outcome unknown. The Session alone has
+// [Session.CreateParents] and [Session.DeleteTree], which ZooKeeper has no
+// request for. The Session's options are those it acts on itself
+// ([WithLogger], [WithACL], [WithStrict], [WithStrictMargin]); the
+// client's, such as the session timeout, credentials, TLS or a chroot, are
+// passed through [WithClientOptions].
 //
 // # The contender queue
 //

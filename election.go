@@ -179,7 +179,8 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", errorf("leader of %s: %w", e.st.q.dir, err)
 		}
-		data, _, err := e.st.q.s.getData(ctx, e.st.q.dir+"/"+cs[0].name)
+		rd, err := e.st.q.s.read(ctx, e.st.q.dir+"/"+cs[0].name, reading{op: readData})
+		data := rd.data
 		if errors.Is(err, zkclient.ErrNoNode) {
 			continue // the leader left between listing and reading: look again
 		}
@@ -247,7 +248,8 @@ func (e *Election) leaderW(ctx context.Context) (node, id string, wake watched, 
 	for {
 		cs, err := e.st.q.contenders(ctx)
 		if errors.Is(err, zkclient.ErrNoNode) {
-			ok, w, err := s.existsW(ctx, dir)
+			rd, err := s.read(ctx, dir, reading{op: readStat, watch: true})
+			ok, w := rd.ok, rd.w
 			if err != nil {
 				return "", "", watched{}, err
 			}
@@ -261,7 +263,8 @@ func (e *Election) leaderW(ctx context.Context) (node, id string, wake watched, 
 			return "", "", watched{}, err
 		}
 		if len(cs) == 0 {
-			kids, w, err := s.childrenW(ctx, dir)
+			rd, err := s.read(ctx, dir, reading{op: readChildren, watch: true})
+			kids, w := rd.kids, rd.w
 			if errors.Is(err, zkclient.ErrNoNode) {
 				continue
 			}
@@ -275,7 +278,8 @@ func (e *Election) leaderW(ctx context.Context) (node, id string, wake watched, 
 			// watch fires at the next change and wakes us needlessly
 			// once at most.
 		}
-		data, _, w, err := s.getDataW(ctx, dir+"/"+cs[0].name)
+		rd, err := s.read(ctx, dir+"/"+cs[0].name, reading{op: readData, watch: true})
+		data, w := rd.data, rd.w
 		if errors.Is(err, zkclient.ErrNoNode) {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // TestMutexEnsembleFailover kills the member the lock holder is connected to
@@ -33,7 +34,7 @@ func TestMutexEnsembleFailover(t *testing.T) {
 		claim    sync.Once
 	)
 	for i := range 10 {
-		s := e.session(zkrecipes.WithSessionTimeout(8 * time.Second))
+		s := e.session(zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(8 * time.Second)))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -110,7 +111,7 @@ func TestFailedLockLeavesNoNodeAfterQuorumLoss(t *testing.T) {
 	hs := e.sessionOn([]string{cluster.Addr(0)})
 	holder := zkrecipes.NewMutex(hs, lock)
 	must(t, holder.Lock(ctx), "holder: Lock")
-	s := e.sessionOn([]string{cluster.Addr(0)}, zkrecipes.WithSessionTimeout(2*time.Second))
+	s := e.sessionOn([]string{cluster.Addr(0)}, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(2*time.Second)))
 	waiter := zkrecipes.NewMutex(s, lock)
 	lctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 	defer cancel()

@@ -15,7 +15,10 @@ func ExampleSession_Create() {
 	ctx, s, done := exampleSession()
 	defer done()
 
-	if _, err := s.Create(ctx, "/app/config/db", []byte("primary"), zkrecipes.WithParents()); err != nil {
+	if err := s.CreateParents(ctx, "/app/config/db", zkclient.Persistent, nil); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := s.Create(ctx, "/app/config/db", []byte("primary"), zkclient.Persistent, nil); err != nil {
 		log.Fatal(err)
 	}
 	data, st, err := s.Get(ctx, "/app/config/db")
@@ -23,7 +26,7 @@ func ExampleSession_Create() {
 	// A write at a stale version changes nothing.
 	_, err = s.Set(ctx, "/app/config/db", []byte("replica"), 3)
 	fmt.Println(errors.Is(err, zkclient.ErrBadVersion))
-	kids, _ := s.Children(ctx, "/app/config")
+	kids, _, _ := s.Children(ctx, "/app/config")
 	fmt.Println(kids)
 	fmt.Println(s.DeleteTree(ctx, "/app"))
 	// Output:
@@ -39,7 +42,10 @@ func ExampleSession_Create() {
 func ExampleMutex_HeldOp() {
 	ctx, s, done := exampleSession()
 	defer done()
-	if _, err := s.Create(ctx, "/app/report", nil, zkrecipes.WithParents()); err != nil {
+	if err := s.CreateParents(ctx, "/app/report", zkclient.Persistent, nil); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := s.Create(ctx, "/app/report", nil, zkclient.Persistent, nil); err != nil {
 		log.Fatal(err)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // A MultiLock takes several locks all or none, always in the same order,
@@ -45,7 +46,7 @@ func ExampleCreatePersistentNode() {
 	}
 	defer s.Close()
 
-	n, err := zkrecipes.CreatePersistentNode(ctx, s, "/services/api/host-a", []byte("10.0.0.1:8080"),
+	n, err := zkrecipes.CreatePersistentNode(ctx, s, "/services/api/host-a", []byte("10.0.0.1:8080"), zkclient.Ephemeral,
 		zkrecipes.WithSessionRenewal(connect))
 	if err != nil {
 		log.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zkserver"
 )
 
@@ -50,7 +51,7 @@ func ensembleSession(ctx context.Context, opts ...zkrecipes.SessionOption) *zkre
 // A Mutex guards work that only one process of a fleet may do at a time.
 func ExampleMutex() {
 	ctx := context.Background()
-	s, err := zkrecipes.NewSession(ctx, []string{"127.0.0.1:2181"}, zkrecipes.WithSessionTimeout(10*time.Second))
+	s, err := zkrecipes.NewSession(ctx, []string{"127.0.0.1:2181"}, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(10*time.Second)))
 	if err != nil {
 		log.Fatal(err)
 	}

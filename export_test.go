@@ -29,7 +29,7 @@ func MultiLockMutex(m *MultiLock, path string) *Mutex {
 // session counts events as it reads them, so afterwards s.Stats() includes
 // every event the server sent s before RoundTrip was called.
 func RoundTrip(ctx context.Context, s *Session) error {
-	_, err := s.stat(ctx, "/")
+	_, err := s.read(ctx, "/", reading{op: readStat})
 	return err
 }
 

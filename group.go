@@ -73,12 +73,13 @@ func createEphemeral(ctx context.Context, s *Session, p string, data []byte) (er
 		}
 	}()
 	for {
-		_, l, err := s.createNode(ctx, p, data, zkclient.Ephemeral, createHooks{})
+		_, l, err := s.create(ctx, p, data, creating{mode: zkclient.Ephemeral, parents: true, resend: true, wait: s.createWait})
 		lost = lost || l
 		if !errors.Is(err, zkclient.ErrNodeExists) {
 			return err
 		}
-		st, err := s.stat(ctx, p)
+		rd, err := s.read(ctx, p, reading{op: readStat})
+		st := rd.st
 		if errors.Is(err, zkclient.ErrNoNode) {
 			continue // gone meanwhile: try again
 		}
@@ -194,7 +195,8 @@ func GroupMembers(ctx context.Context, s *Session, path string) ([]Member, error
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
-	kids, err := s.children(ctx, path)
+	rd, err := s.read(ctx, path, reading{op: readChildren})
+	kids := rd.kids
 	if errors.Is(err, zkclient.ErrNoNode) {
 		return nil, nil
 	}
@@ -204,7 +206,8 @@ func GroupMembers(ctx context.Context, s *Session, path string) ([]Member, error
 	slices.Sort(kids)
 	ms := make([]Member, 0, len(kids))
 	for _, k := range kids {
-		data, _, err := s.getData(ctx, path+"/"+k)
+		rd, err := s.read(ctx, path+"/"+k, reading{op: readData})
+		data := rd.data
 		if errors.Is(err, zkclient.ErrNoNode) {
 			continue // left meanwhile
 		}
@@ -337,10 +340,12 @@ func (w *groupWatch) refresh(ctx context.Context, s *Session, dir string) ([]Mem
 	w.mu.Unlock()
 
 	for !w.childArmed {
-		kids, cw, err := s.childrenW(ctx, dir)
+		rd, err := s.read(ctx, dir, reading{op: readChildren, watch: true})
+		kids, cw := rd.kids, rd.w
 		if errors.Is(err, zkclient.ErrNoNode) {
-			var ok bool
-			if ok, cw, err = s.existsW(ctx, dir); err == nil && ok {
+			rd, err = s.read(ctx, dir, reading{op: readStat, watch: true})
+			cw = rd.w
+			if err == nil && rd.ok {
 				cw.stop()
 				continue // created meanwhile: list it
 			}
@@ -354,7 +359,8 @@ func (w *groupWatch) refresh(ctx context.Context, s *Session, dir string) ([]Mem
 	ms := make([]Member, 0, len(w.names))
 	for _, k := range w.names {
 		if _, ok := w.armed[k]; !ok {
-			data, _, dw, err := s.getDataW(ctx, dir+"/"+k)
+			rd, err := s.read(ctx, dir+"/"+k, reading{op: readData, watch: true})
+			data, dw := rd.data, rd.w
 			if errors.Is(err, zkclient.ErrNoNode) {
 				delete(w.data, k) // left; the child watch tells
 				continue

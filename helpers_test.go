@@ -239,7 +239,8 @@ func (p plain) ctx() (context.Context, context.CancelFunc) {
 func (p plain) Create(path string, data []byte, mode zkclient.CreateMode, acl []zkclient.ACL) (string, error) {
 	ctx, cancel := p.ctx()
 	defer cancel()
-	return p.c.Create(ctx, path, data, mode, acl)
+	c, err := p.c.Create(ctx, path, data, mode, acl)
+	return c.Path, err
 }
 
 func (p plain) Get(path string) ([]byte, zkclient.Stat, error) {

@@ -59,7 +59,8 @@ func Inspect(ctx context.Context, s *Session, path string) (Contenders, error) {
 		return v, err
 	}
 	q := &line{s: s, dir: path, kinds: lineKinds}
-	kids, err := s.children(ctx, path)
+	rd, err := s.read(ctx, path, reading{op: readChildren})
+	kids := rd.kids
 	if errors.Is(err, zkclient.ErrNoNode) {
 		return v, nil
 	}
@@ -81,7 +82,8 @@ func Inspect(ctx context.Context, s *Session, path string) (Contenders, error) {
 	live := cs[:0] // the contenders still there when read
 	rw := false    // whether readers or writers are in line
 	for _, c := range cs {
-		data, st, err := s.getData(ctx, path+"/"+c.name)
+		rd, err := s.read(ctx, path+"/"+c.name, reading{op: readData})
+		data, st := rd.data, rd.st
 		if errors.Is(err, zkclient.ErrNoNode) {
 			continue // left meanwhile
 		}

@@ -52,7 +52,8 @@ type line struct {
 
 // contenders lists the line, sorted by sequence number.
 func (q *line) contenders(ctx context.Context) ([]contender, error) {
-	kids, err := q.s.children(ctx, q.dir)
+	rd, err := q.s.read(ctx, q.dir, reading{op: readChildren})
+	kids := rd.kids
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +190,7 @@ func (t *ticket) await(ctx context.Context, pred string) error {
 	if t.q.beforeWatch != nil {
 		t.q.beforeWatch(pred)
 	}
-	return t.s.awaitDeleted(ctx, pred, t.s.dataStatW, nil)
+	return t.s.awaitDeleted(ctx, pred, readData, nil)
 }
 
 // requeue deletes the ticket's node and queues a new node of the same kind

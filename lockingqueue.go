@@ -54,10 +54,12 @@ func NewLockingQueue(s *Session, path string) *LockingQueue {
 // ensure makes the queue's two persistent nodes (and the missing ancestors
 // of its path, as containers).
 func (q *LockingQueue) ensure(ctx context.Context) error {
-	if err := q.s.createIfMissing(ctx, q.entries, nil); err != nil {
-		return err
+	for _, p := range []string{q.entries, q.taken} {
+		if _, _, err := q.s.create(ctx, p, nil, creating{mode: zkclient.Persistent, parents: true, resend: true, existing: true}); err != nil {
+			return err
+		}
 	}
-	return q.s.createIfMissing(ctx, q.taken, nil)
+	return nil
 }
 
 // Offer adds an item at the back of the queue, with kazoo's default
@@ -158,11 +160,14 @@ func (q *LockingQueue) Take(ctx context.Context) (*QueueItem, error) {
 func (q *LockingQueue) take(ctx context.Context) (*QueueItem, error) {
 	s := q.s
 	for ensured := false; ; {
-		entries, ew, err := s.childrenW(ctx, q.entries)
+		rd, err := s.read(ctx, q.entries, reading{op: readChildren, watch: true})
+		entries, ew := rd.kids, rd.w
 		var locks []string
 		var tw watched
 		if err == nil {
-			locks, tw, err = s.childrenW(ctx, q.taken)
+			var rd reply
+			rd, err = s.read(ctx, q.taken, reading{op: readChildren, watch: true})
+			locks, tw = rd.kids, rd.w
 			if err != nil {
 				ew.stop()
 			}
@@ -216,7 +221,7 @@ func (q *LockingQueue) lock(ctx context.Context, e string) (it *QueueItem, err e
 		}
 	}()
 	for {
-		_, err := s.create(ctx, lock, q.id, zkclient.Ephemeral)
+		_, _, err := s.create(ctx, lock, q.id, creating{mode: zkclient.Ephemeral, wait: s.createWait})
 		if errors.Is(err, ErrConnectionLoss) {
 			lost = true
 			if err := s.awaitUp(ctx); err != nil {
@@ -226,7 +231,8 @@ func (q *LockingQueue) lock(ctx context.Context, e string) (it *QueueItem, err e
 		}
 		if errors.Is(err, zkclient.ErrNodeExists) && lost {
 			// Perhaps made by our attempt whose answer was lost.
-			st, serr := s.stat(ctx, lock)
+			rd, serr := s.read(ctx, lock, reading{op: readStat})
+			st := rd.st
 			switch {
 			case errors.Is(serr, zkclient.ErrNoNode):
 				continue
@@ -244,7 +250,8 @@ func (q *LockingQueue) lock(ctx context.Context, e string) (it *QueueItem, err e
 		}
 		break
 	}
-	data, _, err := s.getData(ctx, q.entries+"/"+e)
+	rd, err := s.read(ctx, q.entries+"/"+e, reading{op: readData})
+	data := rd.data
 	if err != nil {
 		if q.unlock(ctx, e) != nil {
 			// Not confirmed in time: the lock must still go.

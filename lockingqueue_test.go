@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -166,7 +167,7 @@ func TestLockingQueueConsumeAfterLost(t *testing.T) {
 	ctx := ctxTimeout(t, time.Minute)
 	path := e.path + "/q"
 	px := e.proxy()
-	a := zkrecipes.NewLockingQueue(e.sessionOn([]string{px.Addr()}, zkrecipes.WithStrict(), zkrecipes.WithSessionTimeout(4*time.Second)), path)
+	a := zkrecipes.NewLockingQueue(e.sessionOn([]string{px.Addr()}, zkrecipes.WithStrict(), zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(4*time.Second))), path)
 	b := zkrecipes.NewLockingQueue(e.session(), path)
 	must(t, b.Offer(ctx, []byte("job")), "Offer")
 	it, err := a.Take(ctx)

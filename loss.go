@@ -124,7 +124,8 @@ func (s *Session) holdNode(p string) *nodeHold {
 func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
 	defer close(h.done)
 	for {
-		_, _, w, err := s.getDataWCounted(ctx, p, &s.stats.holdWatches)
+		rd, err := s.read(ctx, p, reading{op: readData, watch: true, count: &s.stats.holdWatches})
+		w := rd.w
 		if errors.Is(err, zkclient.ErrNoNode) {
 			h.release()
 			return

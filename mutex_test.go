@@ -404,7 +404,7 @@ func TestMutexStrictLoss(t *testing.T) {
 	lock := e.path + "/lock"
 	p := e.proxy()
 	const timeout = 4 * time.Second
-	strict := e.sessionOn([]string{p.Addr()}, zkrecipes.WithStrict(), zkrecipes.WithSessionTimeout(timeout))
+	strict := e.sessionOn([]string{p.Addr()}, zkrecipes.WithStrict(), zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(timeout)))
 	m := zkrecipes.NewMutex(strict, lock)
 	must(t, m.Lock(ctx), "Lock")
 

@@ -14,22 +14,12 @@ import (
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
-// NodeOption configures a PersistentNode.
+// NodeOption configures a PersistentNode or a PersistentTTLNode.
 type NodeOption func(*nodeConfig)
 
 type nodeConfig struct {
 	mode  zkclient.CreateMode
 	renew func(context.Context) (*Session, error)
-}
-
-// WithNodeMode sets the kind of node a PersistentNode keeps: Ephemeral (the
-// default), EphemeralSequential, Persistent, PersistentSequential or
-// Container. A sequential node gets its number once, at the first create
-// (with Curator's protected prefix, "_c_<uuid>-", before the last segment,
-// so that a create whose answer was lost is found again); it is re-created
-// under that same name. The TTL modes are for NewPersistentTTLNode.
-func WithNodeMode(mode zkclient.CreateMode) NodeOption {
-	return func(c *nodeConfig) { c.mode = mode }
 }
 
 // WithSessionRenewal makes a PersistentNode outlive its session: once the
@@ -48,8 +38,8 @@ func WithSessionRenewal(renew func(ctx context.Context) (*Session, error)) NodeO
 // is not closed, like Apache Curator's PersistentNode: whoever deletes the
 // node, and whatever happens to the connection, it is made again, and,
 // with WithSessionRenewal, again on a new session after the session
-// expired. The node is ephemeral by default (WithNodeMode for other kinds),
-// so it is gone soon after the process dies.
+// expired. Its mode is given as to Session.Create; an ephemeral node is
+// gone soon after the process dies.
 //
 // The node is watched (one watch, one goroutine): its deletion is seen
 // from the watch's event, which the client restores after a reconnection,
@@ -94,13 +84,18 @@ type PersistentNode struct {
 	closed  bool
 }
 
-// CreatePersistentNode creates the node at path with data on the session s
-// and keeps it until Close. It returns once the node exists (after waiting,
-// if need be, for another session's ephemeral node of that name to go), or
-// with an error when ctx ends first or the node cannot be made; then
-// nothing of it is left on the server.
-func CreatePersistentNode(ctx context.Context, s *Session, path string, data []byte, opts ...NodeOption) (*PersistentNode, error) {
-	cfg := nodeConfig{mode: zkclient.Ephemeral}
+// CreatePersistentNode creates the node at path with data in mode on the
+// session s and keeps it until Close. mode is Ephemeral,
+// EphemeralSequential, Persistent, PersistentSequential or Container; the
+// TTL modes are for CreatePersistentTTLNode. A sequential node gets its
+// number once, at the first create (with Curator's protected prefix,
+// "_c_<uuid>-", before the last segment, so that a create whose answer was
+// lost is found again); it is re-created under that same name. It returns
+// once the node exists (after waiting, if need be, for another session's
+// ephemeral node of that name to go), or with an error when ctx ends first
+// or the node cannot be made; then nothing of it is left on the server.
+func CreatePersistentNode(ctx context.Context, s *Session, path string, data []byte, mode zkclient.CreateMode, opts ...NodeOption) (*PersistentNode, error) {
+	cfg := nodeConfig{mode: mode}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -248,7 +243,8 @@ func (n *PersistentNode) Close(ctx context.Context) error {
 	var err error
 	if p != "" && !n.keep && s.Err() == nil {
 		cctx, cancel := s.cleanupContext(ctx)
-		st, e := s.stat(cctx, p)
+		rd, e := s.read(cctx, p, reading{op: readStat})
+		st := rd.st
 		if e == nil && (st.EphemeralOwner == s.ID() || st.EphemeralOwner == 0 && !n.mode.Ephemeral()) {
 			e = s.remove(cctx, p)
 		}
@@ -399,12 +395,12 @@ func (n *PersistentNode) ensure(ctx context.Context, s *Session) error {
 		data := bytes.Clone(n.data)
 		n.unsent = false
 		n.mu.Unlock()
-		made, err := s.create(ctx, p, data, mode)
+		made, _, err := s.create(ctx, p, data, creating{mode: mode, wait: s.createWait})
 		n.opMu.Unlock()
 		switch {
 		case err == nil:
 			n.mu.Lock()
-			n.actual = made
+			n.actual = made.Path
 			n.mu.Unlock()
 			return nil
 		case errors.Is(err, ErrConnectionLoss):
@@ -419,10 +415,8 @@ func (n *PersistentNode) ensure(ctx context.Context, s *Session) error {
 			}
 		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
 			missing++
-			if i := strings.LastIndexByte(p, '/'); i > 0 {
-				if err := s.ensurePath(ctx, p[:i]); err != nil {
-					return err
-				}
+			if err := s.makePath(ctx, parents(p), zkclient.Container, nil); err != nil {
+				return err
 			}
 		case errors.Is(err, zkclient.ErrNodeExists):
 			ours, err := n.existing(ctx, s, p, lost)
@@ -447,7 +441,8 @@ func (n *PersistentNode) ensure(ctx context.Context, s *Session) error {
 // another's ephemeral node, whose end existing waits for before it returns
 // to create again.
 func (n *PersistentNode) existing(ctx context.Context, s *Session, p string, lost bool) (ours bool, err error) {
-	st, ok, w, err := s.existsStatW(ctx, p)
+	rd, err := s.read(ctx, p, reading{op: readStat, watch: true})
+	st, ok, w := rd.st, rd.ok, rd.w
 	if err != nil {
 		return false, err
 	}
@@ -498,7 +493,8 @@ func (n *PersistentNode) find(ctx context.Context, s *Session, p string) (bool, 
 	if err := retry(ctx, s, func() error { return s.c.Sync(ctx, dir) }); err != nil {
 		return false, err
 	}
-	kids, err := s.children(ctx, dir)
+	rd, err := s.read(ctx, dir, reading{op: readChildren})
+	kids := rd.kids
 	if errors.Is(err, zkclient.ErrNoNode) {
 		return false, nil
 	}
@@ -510,7 +506,8 @@ func (n *PersistentNode) find(ctx context.Context, s *Session, p string) (bool, 
 			continue
 		}
 		q := strings.TrimSuffix(dir, "/") + "/" + k
-		st, err := s.stat(ctx, q)
+		rd, err := s.read(ctx, q, reading{op: readStat})
+		st := rd.st
 		if errors.Is(err, zkclient.ErrNoNode) {
 			continue
 		}
@@ -531,7 +528,7 @@ func (n *PersistentNode) find(ctx context.Context, s *Session, p string) (bool, 
 // or ctx ends. A node of p that is not ours any more (ours was deleted and
 // another session made one) counts as gone: ensure then waits for it.
 func (n *PersistentNode) watch(ctx context.Context, s *Session, p string) error {
-	return s.awaitDeleted(ctx, p, s.existsStatW, func(st zkclient.Stat) bool {
+	return s.awaitDeleted(ctx, p, readStat, func(st zkclient.Stat) bool {
 		return n.mode.Ephemeral() && st.EphemeralOwner != s.ID()
 	})
 }
@@ -565,25 +562,21 @@ type PersistentTTLNode struct {
 }
 
 // CreatePersistentTTLNode creates the node at path with data and its touch
-// child on the session s, and keeps both until Close. Of the options,
-// WithSessionRenewal applies; WithNodeMode is refused (the node is a
-// container). It returns once both exist, or with an error (ctx ended, no
-// TTL support) leaving nothing behind.
-func CreatePersistentTTLNode(ctx context.Context, s *Session, path string, ttl time.Duration, data []byte, opts ...NodeOption) (*PersistentTTLNode, error) {
-	cfg := nodeConfig{mode: -1}
+// child, with the TTL ttl (given last, as to Session.CreateTTL), on the
+// session s, and keeps both until Close. The node is a container; of the
+// options, WithSessionRenewal applies. It returns once both exist, or with
+// an error (ctx ended, no TTL support) leaving nothing behind.
+func CreatePersistentTTLNode(ctx context.Context, s *Session, path string, data []byte, ttl time.Duration, opts ...NodeOption) (*PersistentTTLNode, error) {
+	cfg := nodeConfig{mode: zkclient.Container}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if err := checkPath(path); err != nil {
 		return nil, err
 	}
-	switch {
-	case cfg.mode != -1:
-		return nil, errorf("persistent TTL node %s: %w: a create mode", path, ErrInvalidArgument)
-	case ttl < 2*time.Millisecond:
+	if ttl < 2*time.Millisecond {
 		return nil, errorf("persistent TTL node %s: %w: TTL %v", path, ErrInvalidArgument, ttl)
 	}
-	cfg.mode = zkclient.Container
 	n, err := newPersistentNode(s, path, data, cfg).start(ctx)
 	if err != nil {
 		return nil, err
@@ -630,12 +623,8 @@ func (t *PersistentTTLNode) touchOnce(ctx context.Context) error {
 	if !errors.Is(err, zkclient.ErrNoNode) {
 		return err
 	}
-	err = retry(ctx, s, func() error {
-		s.stats.creates.Add(1)
-		_, err := s.c.CreateTTL(ctx, t.touch, nil, zkclient.PersistentWithTTL, s.acl, t.ttl)
-		return err
-	})
-	if errors.Is(err, zkclient.ErrNodeExists) || errors.Is(err, zkclient.ErrNoNode) {
+	_, _, err = s.create(ctx, t.touch, nil, creating{mode: zkclient.PersistentWithTTL, ttl: t.ttl, resend: true, existing: true})
+	if errors.Is(err, zkclient.ErrNoNode) {
 		return nil
 	}
 	return err

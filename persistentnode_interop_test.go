@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/internal/interop"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -162,7 +163,7 @@ func ephemeralNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd)
 	}
 	var n *zkrecipes.PersistentNode
 	made := async(func() (err error) {
-		n, err = zkrecipes.CreatePersistentNode(ctx, s1, p, []byte("go-1"), zkrecipes.WithSessionRenewal(renew))
+		n, err = zkrecipes.CreatePersistentNode(ctx, s1, p, []byte("go-1"), zkclient.Ephemeral, zkrecipes.WithSessionRenewal(renew))
 		return err
 	})
 	t.Cleanup(func() {
@@ -238,7 +239,7 @@ func ephemeralNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd)
 	var m *zkrecipes.PersistentNode
 	sm := e.session()
 	mMade := async(func() (err error) {
-		m, err = zkrecipes.CreatePersistentNode(ctx, sm, p, []byte("go-m"))
+		m, err = zkrecipes.CreatePersistentNode(ctx, sm, p, []byte("go-m"), zkclient.Ephemeral)
 		return err
 	})
 	t.Cleanup(func() {
@@ -288,7 +289,7 @@ func ephemeralNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd)
 	must(t, os.WriteFile(start, nil, 0o644), "start barrier")
 	rMade := async(func() (err error) {
 		time.Sleep(rand.N(100 * time.Millisecond))
-		r, err = zkrecipes.CreatePersistentNode(ctx, s4, p, []byte("go-r"))
+		r, err = zkrecipes.CreatePersistentNode(ctx, s4, p, []byte("go-r"), zkclient.Ephemeral)
 		return err
 	})
 	t.Cleanup(func() {
@@ -354,7 +355,7 @@ func ttlNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd) {
 	c := startCuratorNode(t, ctx, curator, connect, "persistent-ttl-node", p, "curator-ttl", ttl)
 	e.nodeNow(p, "curator-ttl", 0, "Curator's container")
 	s := e.session()
-	n, err := zkrecipes.CreatePersistentTTLNode(ctx, s, p, ttl, []byte("go-ttl"))
+	n, err := zkrecipes.CreatePersistentTTLNode(ctx, s, p, []byte("go-ttl"), ttl)
 	must(t, err, "CreatePersistentTTLNode beside Curator's")
 	e.nodeNow(p, "go-ttl", 0, "the container taken over by zkrecipes")
 	layout("both keeping it")
@@ -365,7 +366,7 @@ func ttlNodeInterop(t *testing.T, ctx context.Context, curator curatorCmd) {
 	touched("Curator alone")
 	layout("Curator alone")
 
-	n, err = zkrecipes.CreatePersistentTTLNode(ctx, s, p, ttl, []byte("go-ttl-2"))
+	n, err = zkrecipes.CreatePersistentTTLNode(ctx, s, p, []byte("go-ttl-2"), ttl)
 	must(t, err, "CreatePersistentTTLNode beside Curator's again")
 	t.Cleanup(func() { n.Close(context.Background()) })
 	c.sees(t, 0, "go-ttl-2")

@@ -22,11 +22,17 @@ func (e *env) nodeIs(p, data string, owner int64) {
 	})
 }
 
-// createNode is CreatePersistentNode, failing the test on error and closing
-// the node at its end.
+// createNode is CreatePersistentNode of an ephemeral node, failing the test
+// on error and closing the node at its end.
 func createNode(t *testing.T, ctx context.Context, s *zkrecipes.Session, p, data string, opts ...zkrecipes.NodeOption) *zkrecipes.PersistentNode {
 	t.Helper()
-	n, err := zkrecipes.CreatePersistentNode(ctx, s, p, []byte(data), opts...)
+	return createNodeMode(t, ctx, s, p, data, zkclient.Ephemeral, opts...)
+}
+
+// createNodeMode is createNode with a mode.
+func createNodeMode(t *testing.T, ctx context.Context, s *zkrecipes.Session, p, data string, mode zkclient.CreateMode, opts ...zkrecipes.NodeOption) *zkrecipes.PersistentNode {
+	t.Helper()
+	n, err := zkrecipes.CreatePersistentNode(ctx, s, p, []byte(data), mode, opts...)
 	must(t, err, "CreatePersistentNode %s", p)
 	t.Cleanup(func() { n.Close(context.Background()) })
 	return n
@@ -92,7 +98,7 @@ func TestPersistentNodeReconnect(t *testing.T) {
 	ctx := ctxTimeout(t, time.Minute)
 	p := e.path + "/node"
 	px := e.proxy()
-	s := e.sessionOn([]string{px.Addr()}, zkrecipes.WithSessionTimeout(20*time.Second))
+	s := e.sessionOn([]string{px.Addr()}, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(20*time.Second)))
 	createNode(t, ctx, s, p, "data")
 	e.nodeIs(p, "data", s.ID())
 	px.Refuse(true)
@@ -164,7 +170,7 @@ func TestPersistentNodeCancel(t *testing.T) {
 	must(t, err, "create the admin's node")
 	s := e.session()
 	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err = zkrecipes.CreatePersistentNode(cctx, s, p, []byte("mine"))
+	_, err = zkrecipes.CreatePersistentNode(cctx, s, p, []byte("mine"), zkclient.Ephemeral)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("CreatePersistentNode on another's node = %v, want DeadlineExceeded", err)
@@ -177,21 +183,21 @@ func TestPersistentNodeCancel(t *testing.T) {
 	// Cancelled before anything: nothing made.
 	cctx, cancel = context.WithCancel(ctx)
 	cancel()
-	if _, err := zkrecipes.CreatePersistentNode(cctx, s, p, nil); !errors.Is(err, context.Canceled) {
+	if _, err := zkrecipes.CreatePersistentNode(cctx, s, p, nil, zkclient.Ephemeral); !errors.Is(err, context.Canceled) {
 		t.Errorf("CreatePersistentNode with a cancelled context = %v, want Canceled", err)
 	}
 	e.empty(e.path)
 
 	_, err = e.admin.Create(p, nil, zkclient.Persistent, openACL)
 	must(t, err, "create a persistent node")
-	if _, err := zkrecipes.CreatePersistentNode(ctx, s, p, nil); !errors.Is(err, zkclient.ErrNodeExists) {
+	if _, err := zkrecipes.CreatePersistentNode(ctx, s, p, nil, zkclient.Ephemeral); !errors.Is(err, zkclient.ErrNodeExists) {
 		t.Errorf("ephemeral CreatePersistentNode on a persistent node = %v, want ErrNodeExists", err)
 	}
 	must(t, e.admin.Delete(p, -1), "delete the persistent node")
-	if _, err := zkrecipes.CreatePersistentNode(ctx, s, "bad", nil); !errors.Is(err, zkrecipes.ErrInvalidPath) {
+	if _, err := zkrecipes.CreatePersistentNode(ctx, s, "bad", nil, zkclient.Ephemeral); !errors.Is(err, zkrecipes.ErrInvalidPath) {
 		t.Errorf("CreatePersistentNode on a bad path = %v, want ErrInvalidPath", err)
 	}
-	if _, err := zkrecipes.CreatePersistentNode(ctx, s, p, nil, zkrecipes.WithNodeMode(zkclient.PersistentWithTTL)); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
+	if _, err := zkrecipes.CreatePersistentNode(ctx, s, p, nil, zkclient.PersistentWithTTL); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
 		t.Errorf("CreatePersistentNode with a TTL mode = %v, want ErrInvalidArgument", err)
 	}
 	e.empty(e.path)
@@ -209,7 +215,7 @@ func TestPersistentNodeModes(t *testing.T) {
 	e.mkdirs(e.path)
 	_, err := e.admin.Create(p, []byte("old"), zkclient.Persistent, openACL)
 	must(t, err, "create the existing node")
-	n := createNode(t, ctx, s, p, "new", zkrecipes.WithNodeMode(zkclient.Persistent))
+	n := createNodeMode(t, ctx, s, p, "new", zkclient.Persistent)
 	e.nodeIs(p, "new", 0)
 	must(t, e.admin.Delete(p, -1), "delete the persistent node")
 	e.nodeIs(p, "new", 0)
@@ -227,7 +233,7 @@ func TestPersistentNodeModes(t *testing.T) {
 	}
 
 	dir := e.path + "/seq"
-	q := createNode(t, ctx, s, dir+"/member-", "m", zkrecipes.WithNodeMode(zkclient.EphemeralSequential))
+	q := createNodeMode(t, ctx, s, dir+"/member-", "m", zkclient.EphemeralSequential)
 	name := q.Path()
 	if !strings.HasPrefix(name, dir+"/_c_") || !strings.Contains(name, "-member-") || len(name) != len(dir+"/_c_")+36+len("-member-")+10 {
 		t.Errorf("sequential node's path %q, want %s/_c_<uuid>-member-<seq>", name, dir)
@@ -265,7 +271,7 @@ func TestPersistentNodeModes(t *testing.T) {
 func TestPersistentTTLNode(t *testing.T) {
 	ctx := ctxTimeout(t, time.Minute)
 	plain := newEnv(t)
-	if _, err := zkrecipes.CreatePersistentTTLNode(ctx, plain.session(), plain.path+"/ttl", time.Second, nil); !errors.Is(err, zkclient.ErrUnimplemented) {
+	if _, err := zkrecipes.CreatePersistentTTLNode(ctx, plain.session(), plain.path+"/ttl", nil, time.Second); !errors.Is(err, zkclient.ErrUnimplemented) {
 		t.Errorf("CreatePersistentTTLNode on a server without TTLs = %v, want ErrUnimplemented", err)
 	}
 	plain.empty(plain.path)
@@ -275,7 +281,7 @@ func TestPersistentTTLNode(t *testing.T) {
 	p := e.path + "/ttl"
 	touch := p + "/touch"
 	s := e.session()
-	n, err := zkrecipes.CreatePersistentTTLNode(ctx, s, p, 400*time.Millisecond, []byte("d"))
+	n, err := zkrecipes.CreatePersistentTTLNode(ctx, s, p, []byte("d"), 400*time.Millisecond)
 	must(t, err, "CreatePersistentTTLNode")
 	t.Cleanup(func() { n.Close(context.Background()) })
 	e.nodeIs(p, "d", 0)
@@ -301,8 +307,5 @@ func TestPersistentTTLNode(t *testing.T) {
 	closed(t, n.Done(), "Done after Close")
 	if _, ok, _ := e.admin.Exists(touch); !ok {
 		t.Error("Close deleted the touch child instead of leaving it to expire")
-	}
-	if _, err := zkrecipes.CreatePersistentTTLNode(ctx, s, p, time.Second, nil, zkrecipes.WithNodeMode(zkclient.Persistent)); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
-		t.Errorf("CreatePersistentTTLNode with a mode = %v, want ErrInvalidArgument", err)
 	}
 }

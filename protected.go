@@ -47,7 +47,11 @@ func (n *protectedNode) path() string {
 // the create. On error, leave deletes whatever it may have made.
 func (n *protectedNode) create(ctx context.Context, marker string, data []byte) error {
 	s := n.s
-	made, _, err := s.createNode(ctx, n.dir+"/"+n.prefix+marker, data, zkclient.EphemeralSequential, createHooks{
+	made, _, err := s.create(ctx, n.dir+"/"+n.prefix+marker, data, creating{
+		mode:    zkclient.EphemeralSequential,
+		parents: true,
+		resend:  true,
+		wait:    s.createWait,
 		sent: func() {
 			s.stats.listings.Add(1)
 			n.first = s.c.ChildrenAsync(n.dir)
@@ -65,7 +69,7 @@ func (n *protectedNode) create(ctx context.Context, marker string, data []byte) 
 		n.first = nil
 		return errorf("create in %s: %w", n.dir, err)
 	}
-	n.name = made[len(n.dir)+1:]
+	n.name = made.Path[len(n.dir)+1:]
 	return nil
 }
 
@@ -76,7 +80,8 @@ func (n *protectedNode) find(ctx context.Context) (string, error) {
 	if err := retry(ctx, s, func() error { return s.c.Sync(ctx, n.dir) }); err != nil {
 		return "", err
 	}
-	kids, err := s.children(ctx, n.dir)
+	rd, err := s.read(ctx, n.dir, reading{op: readChildren})
+	kids := rd.kids
 	if errors.Is(err, zkclient.ErrNoNode) {
 		return "", nil // the parent (a container) is gone, and our node with it
 	}
@@ -88,7 +93,8 @@ func (n *protectedNode) find(ctx context.Context) (string, error) {
 			continue
 		}
 		p := n.dir + "/" + k
-		st, err := s.stat(ctx, p)
+		rd, err := s.read(ctx, p, reading{op: readStat})
+		st := rd.st
 		if errors.Is(err, zkclient.ErrNoNode) {
 			continue
 		}
@@ -116,7 +122,8 @@ func (n *protectedNode) list(ctx context.Context) ([]string, zkclient.Stat, erro
 			return nil, zkclient.Stat{}, err
 		}
 	}
-	return n.s.childrenStat(ctx, n.dir)
+	r, err := n.s.read(ctx, n.dir, reading{op: readChildren})
+	return r.kids, r.st, err
 }
 
 // leave deletes the node, even when ctx has ended (with a fresh context
@@ -150,7 +157,8 @@ func (n *protectedNode) remove(ctx context.Context) error {
 	if n.name != "" {
 		return s.remove(ctx, n.path())
 	}
-	kids, err := s.children(ctx, n.dir)
+	rd, err := s.read(ctx, n.dir, reading{op: readChildren})
+	kids := rd.kids
 	if errors.Is(err, zkclient.ErrNoNode) {
 		return nil
 	}

@@ -92,11 +92,16 @@ func (q *Queue) offer(ctx context.Context, data []byte, priority int) error {
 	if err := checkPriority(priority); err != nil {
 		return errorf("offer to %s: %w", q.dir, err)
 	}
-	ensure := func(ctx context.Context) error { return q.s.ensurePath(ctx, q.dir) }
+	ensure := func(ctx context.Context) error {
+		return q.s.makePath(ctx, append(parents(q.dir), q.dir), zkclient.Container, nil)
+	}
 	if q.kazoo {
 		// kazoo makes the path once per Queue value and fails if the
 		// server later removes it as an empty container.
-		ensure = func(ctx context.Context) error { return q.s.createIfMissing(ctx, q.dir, nil) }
+		ensure = func(ctx context.Context) error {
+			_, _, err := q.s.create(ctx, q.dir, nil, creating{mode: zkclient.Persistent, parents: true, resend: true, existing: true})
+			return err
+		}
 	}
 	if err := offerItem(ctx, q.s, q.dir, itemName(q.kazoo, priority), data, ensure, q.s.deleteItem); err != nil {
 		return errorf("offer to %s: %w", q.dir, err)
@@ -145,28 +150,26 @@ func offerItem(ctx context.Context, s *Session, dir, name string, data []byte, e
 // withdrawn (it was offered, and taken once), and an error wrapping
 // ErrWriteUnconfirmed when it cannot tell.
 func offerCreate(ctx context.Context, s *Session, p string, data []byte, withdraw withdrawFunc) (string, error) {
-	call := s.startCreate(p, data, zkclient.PersistentSequential)
-	r, err := call.Wait(ctx)
-	if err == nil || ctx.Err() == nil {
-		return r.Path, err
+	wait := func(ctx context.Context, call *zkclient.Call[zkclient.Created]) (zkclient.Created, error) {
+		return awaitLate(ctx, s, call, func(cctx context.Context, r zkclient.Created, err error) (zkclient.Created, error) {
+			switch {
+			case errors.Is(err, ErrConnectionLoss) || cctx.Err() != nil:
+				return zkclient.Created{}, unconfirmed(p, ctx.Err())
+			case err != nil:
+				return zkclient.Created{}, ctx.Err() // refused: nothing was made
+			}
+			taken, err := withdraw(cctx, r.Path)
+			switch {
+			case err != nil:
+				return zkclient.Created{}, unconfirmed(r.Path, fmt.Errorf("%w (withdrawing it: %v)", ctx.Err(), err))
+			case taken:
+				return r, nil
+			}
+			return zkclient.Created{}, ctx.Err()
+		})
 	}
-	cctx, cancel := s.cleanupContext(ctx)
-	defer cancel()
-	r, err = call.Wait(cctx)
-	switch {
-	case errors.Is(err, ErrConnectionLoss) || cctx.Err() != nil:
-		return "", unconfirmed(p, ctx.Err())
-	case err != nil:
-		return "", ctx.Err() // refused: nothing was made
-	}
-	taken, err := withdraw(cctx, r.Path)
-	switch {
-	case err != nil:
-		return "", unconfirmed(r.Path, fmt.Errorf("%w (withdrawing it: %v)", ctx.Err(), err))
-	case taken:
-		return r.Path, nil
-	}
-	return "", ctx.Err()
+	made, _, err := s.create(ctx, p, data, creating{mode: zkclient.PersistentSequential, wait: wait})
+	return made.Path, err
 }
 
 // withdrawFunc deletes the item p of an Offer whose ctx ended, in one
@@ -206,10 +209,12 @@ func (q *Queue) Take(ctx context.Context) ([]byte, error) {
 		return nil, q.err
 	}
 	for {
-		kids, w, err := q.s.childrenW(ctx, q.dir)
+		rd, err := q.s.read(ctx, q.dir, reading{op: readChildren, watch: true})
+		kids, w := rd.kids, rd.w
 		if errors.Is(err, zkclient.ErrNoNode) {
-			var ok bool
-			if ok, w, err = q.s.existsW(ctx, q.dir); err == nil && ok {
+			rd, err = q.s.read(ctx, q.dir, reading{op: readStat, watch: true})
+			w = rd.w
+			if err == nil && rd.ok {
 				w.stop()
 				continue // made meanwhile: list it
 			}
@@ -275,7 +280,8 @@ func (q *Queue) Peek(ctx context.Context) ([]byte, bool, error) {
 			return nil, false, nil
 		}
 		for _, it := range its {
-			data, _, err := q.s.getData(ctx, q.dir+"/"+it)
+			rd, err := q.s.read(ctx, q.dir+"/"+it, reading{op: readData})
+			data := rd.data
 			if errors.Is(err, zkclient.ErrNoNode) {
 				continue // taken meanwhile
 			}
@@ -303,7 +309,8 @@ func (q *Queue) Len(ctx context.Context) (int, error) {
 // consumers take them (see items); a queue whose path does not exist has
 // none.
 func listItems(ctx context.Context, s *Session, dir string) ([]string, error) {
-	kids, err := s.children(ctx, dir)
+	rd, err := s.read(ctx, dir, reading{op: readChildren})
+	kids := rd.kids
 	if errors.Is(err, zkclient.ErrNoNode) {
 		return nil, nil
 	}
@@ -329,7 +336,8 @@ func (q *Queue) takeFirst(ctx context.Context, its []string) ([]byte, bool, erro
 // unread.
 func (q *Queue) takeItem(ctx context.Context, p string) ([]byte, bool, error) {
 	s := q.s
-	data, _, err := s.getData(ctx, p)
+	rd, err := s.read(ctx, p, reading{op: readData})
+	data := rd.data
 	if errors.Is(err, zkclient.ErrNoNode) {
 		return nil, false, nil
 	}
@@ -357,7 +365,7 @@ func (q *Queue) takeItem(ctx context.Context, p string) ([]byte, bool, error) {
 		cctx, cancel := s.cleanupContext(ctx)
 		err = retry(cctx, s, func() error { return s.c.Sync(cctx, p) })
 		if err == nil {
-			_, err = s.stat(cctx, p)
+			_, err = s.read(cctx, p, reading{op: readStat})
 		}
 		cancel()
 		switch {

@@ -19,7 +19,7 @@ func TestUnlockAndCloseBoundedOnDeadLink(t *testing.T) {
 	lock := e.path + "/lock"
 	p := e.proxy()
 	const timeout = 2 * time.Second
-	s := e.sessionOn([]string{p.Addr()}, zkrecipes.WithSessionTimeout(timeout))
+	s := e.sessionOn([]string{p.Addr()}, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(timeout)))
 	m := zkrecipes.NewMutex(s, lock)
 	must(t, m.Lock(ctx), "Lock")
 	p.Blackhole()
@@ -53,7 +53,7 @@ func TestCloseVoidsHoldingsFirst(t *testing.T) {
 	ctx := ctxTimeout(t, time.Minute)
 	lock := e.path + "/lock"
 	p := e.proxy()
-	s := e.sessionOn([]string{p.Addr()}, zkrecipes.WithSessionTimeout(4*time.Second))
+	s := e.sessionOn([]string{p.Addr()}, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(4*time.Second)))
 	m := zkrecipes.NewMutex(s, lock)
 	must(t, m.Lock(ctx), "Lock")
 	other := zkrecipes.NewMutex(e.session(), lock)

@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
-// This file holds the requests the recipes send through the Session, the
-// idempotent ones retried across connection loss, counted in the Session's
+// This file holds the requests the recipes and the data plane send through
+// the Session: one read (read), one create (create, and makePath for
+// missing parents), one write (setData) and the deletes of the session's
+// own nodes (remove, removeOwn and their background forms), the idempotent
+// ones retried across connection loss (retry), counted in the Session's
 // Stats (stats.go).
 
 // awaitUp waits until the session is connected, ctx ends or the session is over.
@@ -39,30 +41,67 @@ func (s *Session) cleanupContext(parent context.Context) (context.Context, conte
 	return context.WithTimeout(context.WithoutCancel(parent), s.Timeout())
 }
 
-// children lists p's children, retrying across connection loss.
-func (s *Session) children(ctx context.Context, p string) ([]string, error) {
-	kids, _, err := s.childrenStat(ctx, p)
-	return kids, err
+// readOp is what a read asks the server for.
+type readOp uint8
+
+const (
+	readData     readOp = iota // getData: the node's data and Stat
+	readStat                   // exists: the node's Stat
+	readChildren               // getChildren2: the names of its children, and its Stat
+)
+
+// reading is one read's request.
+type reading struct {
+	op    readOp
+	watch bool          // set a one-shot watch on the node
+	count *atomic.Int64 // where the request is counted; nil: Reads, or Listings for readChildren
 }
 
-// childrenStat lists p's children and returns p's Stat with them.
-func (s *Session) childrenStat(ctx context.Context, p string) (kids []string, st zkclient.Stat, err error) {
-	err = retry(ctx, s, func() error {
-		s.stats.listings.Add(1)
-		kids, st, err = s.c.Children(ctx, p)
-		return err
-	})
-	return kids, st, err
+// reply is what a read returned.
+type reply struct {
+	data []byte
+	kids []string
+	st   zkclient.Stat
+	ok   bool    // the node exists (false only from a watched readStat)
+	w    watched // the watch, if one was asked for and set
 }
 
-// stat returns p's Stat, or an error wrapping zkclient.ErrNoNode.
-func (s *Session) stat(ctx context.Context, p string) (st zkclient.Stat, err error) {
-	err = retry(ctx, s, func() error {
-		s.stats.reads.Add(1)
-		st, err = s.c.ExistsAsync(p).Wait(ctx)
+// read is the one read of the recipes and the data plane: r.op on p,
+// counted, sent again after each connection loss while ctx allows and the
+// session lives (it changes nothing). A missing node is an error wrapping
+// zkclient.ErrNoNode, and no watch is set; but a watched readStat sets its
+// watch on the missing name (it fires when the node is made), so it
+// answers ok false and no error.
+func (s *Session) read(ctx context.Context, p string, r reading) (reply, error) {
+	n := r.count
+	switch {
+	case n != nil:
+	case r.op == readChildren:
+		n = &s.stats.listings
+	default:
+		n = &s.stats.reads
+	}
+	var out reply
+	err := retry(ctx, s, func() (err error) {
+		n.Add(1)
+		out = reply{ok: true, w: watched{s: s}}
+		switch {
+		case r.op == readData && r.watch:
+			out.data, out.st, out.w.w, err = s.c.GetW(ctx, p)
+		case r.op == readData:
+			out.data, out.st, err = s.c.Get(ctx, p)
+		case r.op == readStat && r.watch:
+			out.st, out.ok, out.w.w, err = s.c.ExistsW(ctx, p)
+		case r.op == readStat:
+			out.st, err = s.c.ExistsAsync(p).Wait(ctx)
+		case r.watch:
+			out.kids, out.st, out.w.w, err = s.c.ChildrenW(ctx, p)
+		default:
+			out.kids, out.st, err = s.c.Children(ctx, p)
+		}
 		return err
 	})
-	return st, err
+	return out, err
 }
 
 // remove deletes p (any version), retrying across connection loss while the
@@ -129,8 +168,8 @@ func (s *Session) removeOwn(ctx context.Context, p string) error {
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
 	for {
-		st, err := s.stat(cctx, p)
-		if errors.Is(err, zkclient.ErrNoNode) || err == nil && st.EphemeralOwner != s.ID() {
+		r, err := s.read(cctx, p, reading{op: readStat})
+		if errors.Is(err, zkclient.ErrNoNode) || err == nil && r.st.EphemeralOwner != s.ID() {
 			return nil // gone, or another session's
 		}
 		if err != nil {
@@ -168,52 +207,17 @@ func (s *Session) removeOwnLater(p string) {
 	})
 }
 
-// ensurePath creates p and its missing ancestors as container nodes, which
-// the server removes once they are empty.
-func (s *Session) ensurePath(ctx context.Context, p string) error {
-	for _, q := range append(parents(p), p) {
-		err := retry(ctx, s, func() error {
-			s.stats.creates.Add(1)
-			_, err := s.c.Create(ctx, q, nil, zkclient.Container, s.acl)
-			return err
-		})
-		if err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
+// makePath creates each of paths that is missing, in order (outermost
+// first), with no data, in mode, with acl (nil: the Session's): the parents
+// loop of create and CreateParents. Each create is sent again after a
+// connection loss, and an existing node is what it wants.
+func (s *Session) makePath(ctx context.Context, paths []string, mode zkclient.CreateMode, acl []zkclient.ACL) error {
+	for _, q := range paths {
+		if _, _, err := s.create(ctx, q, nil, creating{mode: mode, acl: acl, resend: true, existing: true}); err != nil {
 			return errorf("create %s: %w", q, err)
 		}
 	}
 	return nil
-}
-
-// ensureParents creates the missing ancestors of p as containers.
-func (s *Session) ensureParents(ctx context.Context, p string) error {
-	if dir := p[:strings.LastIndexByte(p, '/')]; dir != "" {
-		return s.ensurePath(ctx, dir)
-	}
-	return nil
-}
-
-// createIfMissing creates p as a persistent node with data (its missing
-// parents as containers) unless it exists. It is idempotent, so it retries
-// across connection loss.
-func (s *Session) createIfMissing(ctx context.Context, p string, data []byte) error {
-	for missing := 0; ; {
-		err := retry(ctx, s, func() error {
-			s.stats.creates.Add(1)
-			_, err := s.c.Create(ctx, p, data, zkclient.Persistent, s.acl)
-			return err
-		})
-		switch {
-		case err == nil, errors.Is(err, zkclient.ErrNodeExists):
-			return nil
-		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
-			missing++
-			if err := s.ensureParents(ctx, p); err != nil {
-				return err
-			}
-		default:
-			return err
-		}
-	}
 }
 
 // watched is a one-shot watch a recipe waits on; stop removes it when the
@@ -239,101 +243,29 @@ func (w watched) stop() {
 	w.w.Remove(ctx)
 }
 
-// childrenW lists p's children and sets a one-shot child watch, retrying
-// across connection loss. It fails with zkclient.ErrNoNode, setting no
-// watch, if p does not exist.
-func (s *Session) childrenW(ctx context.Context, p string) (kids []string, w watched, err error) {
-	err = retry(ctx, s, func() error {
-		s.stats.listings.Add(1)
-		kids, _, w.w, err = s.c.ChildrenW(ctx, p)
-		return err
-	})
-	w.s = s
-	return kids, w, err
-}
-
-// existsW reports whether p exists and sets a one-shot watch that fires
-// when p is created, changed or deleted, retrying across connection loss.
-func (s *Session) existsW(ctx context.Context, p string) (ok bool, w watched, err error) {
-	_, ok, w, err = s.existsStatW(ctx, p)
-	return ok, w, err
-}
-
-// existsStatW returns p's Stat, whether it exists, and a one-shot watch
-// that fires when it is created, changed or deleted, retrying across
-// connection loss.
-func (s *Session) existsStatW(ctx context.Context, p string) (st zkclient.Stat, ok bool, w watched, err error) {
-	err = retry(ctx, s, func() error {
-		s.stats.reads.Add(1)
-		st, ok, w.w, err = s.c.ExistsW(ctx, p)
-		return err
-	})
-	w.s = s
-	return st, ok, w, err
-}
-
-// getData returns p's data and Stat, or an error wrapping zkclient.ErrNoNode.
-func (s *Session) getData(ctx context.Context, p string) (data []byte, st zkclient.Stat, err error) {
-	err = retry(ctx, s, func() error {
-		s.stats.reads.Add(1)
-		data, st, err = s.c.Get(ctx, p)
-		return err
-	})
-	return data, st, err
-}
-
-// getDataW returns p's data and Stat and sets a one-shot data watch; it
-// fails with zkclient.ErrNoNode, setting no watch, if p is gone. This is
-// how a waiter watches its predecessor without a gap between listing and
-// watching.
-func (s *Session) getDataW(ctx context.Context, p string) (data []byte, st zkclient.Stat, w watched, err error) {
-	return s.getDataWCounted(ctx, p, &s.stats.reads)
-}
-
-// getDataWCounted is getDataW counting its requests in n.
-func (s *Session) getDataWCounted(ctx context.Context, p string, n *atomic.Int64) (data []byte, st zkclient.Stat, w watched, err error) {
-	err = retry(ctx, s, func() error {
-		n.Add(1)
-		data, st, w.w, err = s.c.GetW(ctx, p)
-		return err
-	})
-	w.s = s
-	return data, st, w, err
-}
-
-// watchRead reads p and sets a one-shot watch on it: existsStatW, or
-// dataStatW (getData), which needs read permission on p and sets no watch when p
-// is missing.
-type watchRead func(ctx context.Context, p string) (st zkclient.Stat, ok bool, w watched, err error)
-
-// dataStatW is getDataW as a watchRead.
-func (s *Session) dataStatW(ctx context.Context, p string) (zkclient.Stat, bool, watched, error) {
-	_, st, w, err := s.getDataW(ctx, p)
-	if errors.Is(err, zkclient.ErrNoNode) {
-		return st, false, w, nil
-	}
-	return st, err == nil, w, err
-}
-
 // awaitDeleted waits until p is deleted: it returns nil at once if p does
 // not exist, and when the server tells of p's deletion (even if p was made
 // again since); a change of p's data only renews the watch. It returns
 // early with ctx's error, or the session's once it is over. Each look at p
-// is one read, with its watch (see watchRead); gone, if not nil, is asked
-// about p's Stat at each look, and true counts p as deleted already (a
-// node of that name that is not ours any more).
-func (s *Session) awaitDeleted(ctx context.Context, p string, read watchRead, gone func(zkclient.Stat) bool) error {
+// is one watched read of op: readStat, or readData, which needs read
+// permission on p and sets no watch when p is missing. gone, if not nil,
+// is asked about p's Stat at each look, and true counts p as deleted
+// already (a node of that name that is not ours any more).
+func (s *Session) awaitDeleted(ctx context.Context, p string, op readOp, gone func(zkclient.Stat) bool) error {
 	for {
-		st, ok, w, err := read(ctx, p)
+		r, err := s.read(ctx, p, reading{op: op, watch: true})
+		if errors.Is(err, zkclient.ErrNoNode) {
+			r.ok, err = false, nil
+		}
 		if err != nil {
 			return err
 		}
-		if !ok || gone != nil && gone(st) {
-			w.stop()
+		if !r.ok || gone != nil && gone(r.st) {
+			r.w.stop()
 			return nil
 		}
 		select {
-		case ev := <-w.event():
+		case ev := <-r.w.event():
 			switch ev.Type {
 			case zkclient.EventNodeDeleted:
 				return nil
@@ -344,7 +276,7 @@ func (s *Session) awaitDeleted(ctx context.Context, p string, read watchRead, go
 			}
 			// Its data changed: look again.
 		case <-ctx.Done():
-			w.stop()
+			r.w.stop()
 			return ctx.Err()
 		case <-s.Done():
 			return s.Err()
@@ -364,64 +296,80 @@ func (s *Session) setData(ctx context.Context, p string, data []byte, version in
 	return st, err
 }
 
-// create sends one create of p with mode and returns the path the server
-// made (with its sequence number, if sequential). If ctx ends first it still
-// waits, bounded, for the answer and deletes the node if it was made, so an
-// abandoned call leaves nothing behind. It does not retry.
-func (s *Session) create(ctx context.Context, p string, data []byte, mode zkclient.CreateMode) (string, error) {
-	r, err := s.createWait(ctx, s.startCreate(p, data, mode))
-	return r.Path, err
-}
-
-// startCreate sends a create without waiting for it.
-func (s *Session) startCreate(p string, data []byte, mode zkclient.CreateMode) *zkclient.Call[zkclient.Created] {
-	s.stats.creates.Add(1)
-	return s.c.CreateAsync(p, data, mode, s.acl)
-}
-
-// createWait waits for a create started by startCreate; if ctx ends first,
-// it waits on (bounded by the session timeout) and deletes the node if it
-// was made; an answer that comes later still has its node deleted, in the
+// createWait waits for a create sent by create (as its creating.wait); if
+// ctx ends first, it waits on (bounded by the session timeout) and deletes
+// the node if it was made; an answer that comes later still has its node deleted, in the
 // background, while the session lives. An answer lost with the connection
 // after ctx ended, or not come within the session timeout, is reported as
 // both ctx's error and ErrConnectionLoss: the node may have been made, and
 // only the caller knows how to find it (its name, or its protected prefix)
 // and whether it is its own.
 func (s *Session) createWait(ctx context.Context, call *zkclient.Call[zkclient.Created]) (zkclient.Created, error) {
-	r, err := call.Wait(ctx)
+	return awaitLate(ctx, s, call, func(cctx context.Context, r zkclient.Created, err error) (zkclient.Created, error) {
+		switch {
+		case err == nil:
+			if s.remove(cctx, r.Path) != nil {
+				s.removeLater(func(ctx context.Context) error { return s.remove(ctx, r.Path) })
+			}
+		case errors.Is(err, ErrConnectionLoss):
+			return zkclient.Created{}, fmt.Errorf("%w (and the create's answer was lost: %w)", ctx.Err(), err)
+		case cctx.Err() != nil:
+			// No answer within the session timeout: the node may still be
+			// made, and must not stay while the session lives. An answer
+			// that comes has its node deleted here; one lost with the
+			// connection can only be looked for by the caller, which is told
+			// that the answer is as good as lost.
+			s.removeLater(func(ctx context.Context) error {
+				r, err := call.Wait(ctx)
+				if err != nil {
+					return nil // not made, lost (the caller looks), or the session is over
+				}
+				return s.remove(ctx, r.Path)
+			})
+			return zkclient.Created{}, fmt.Errorf("%w (and the create's answer did not come within the session timeout: %w)", ctx.Err(), ErrConnectionLoss)
+		}
+		return zkclient.Created{}, ctx.Err()
+	})
+}
+
+// awaitLate waits for call's answer. If ctx ends first, it waits on,
+// bounded by the session timeout, and hands the answer (or the bound's
+// error) to late with the bounded context: a request whose caller gave up
+// may still have been applied, and late decides what to do about it.
+func awaitLate[T any](ctx context.Context, s *Session, call *zkclient.Call[T], late func(cctx context.Context, v T, err error) (T, error)) (T, error) {
+	v, err := call.Wait(ctx)
 	if err == nil || ctx.Err() == nil {
-		return r, err
+		return v, err
 	}
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
-	r, err = call.Wait(cctx)
-	switch {
-	case err == nil:
-		if s.remove(cctx, r.Path) != nil {
-			s.removeLater(func(ctx context.Context) error { return s.remove(ctx, r.Path) })
-		}
-	case errors.Is(err, ErrConnectionLoss):
-		return zkclient.Created{}, fmt.Errorf("%w (and the create's answer was lost: %w)", ctx.Err(), err)
-	case cctx.Err() != nil:
-		// No answer within the session timeout: the node may still be
-		// made, and must not stay while the session lives. An answer
-		// that comes has its node deleted here; one lost with the
-		// connection can only be looked for by the caller, which is told
-		// that the answer is as good as lost.
-		s.removeLater(func(ctx context.Context) error {
-			r, err := call.Wait(ctx)
-			if err != nil {
-				return nil // not made, lost (the caller looks), or the session is over
-			}
-			return s.remove(ctx, r.Path)
-		})
-		return zkclient.Created{}, fmt.Errorf("%w (and the create's answer did not come within the session timeout: %w)", ctx.Err(), ErrConnectionLoss)
-	}
-	return zkclient.Created{}, ctx.Err()
+	v, err = call.Wait(cctx)
+	return late(cctx, v, err)
 }
 
-// createHooks are what a caller of createNode adds to it.
-type createHooks struct {
+// creating is how create makes a node.
+type creating struct {
+	mode zkclient.CreateMode
+	ttl  time.Duration  // with a TTL mode
+	acl  []zkclient.ACL // nil: the Session's
+	// stat asks for the new node's Stat (create2); containers and TTL
+	// nodes are always answered with it.
+	stat bool
+	// parents makes a missing parent (the create refused with
+	// zkclient.ErrNoNode), with its missing ancestors, as containers,
+	// and sends the create again (three times at most).
+	parents bool
+	// resend sends the create again after a connection loss, once the
+	// session is connected again (after recover, if any); lost then
+	// reports that an answer was lost on the way.
+	resend bool
+	// existing takes a node that exists already for the one wanted:
+	// zkclient.ErrNodeExists is success (the Created has only the path).
+	existing bool
+	// wait, if not nil, waits for each create's answer in place of a
+	// plain wait: s.createWait for a node of the caller's own, which is
+	// deleted again if ctx ends with its create in flight.
+	wait func(context.Context, *zkclient.Call[zkclient.Created]) (zkclient.Created, error)
 	// sent, if not nil, runs right after each create is sent (to send a
 	// request behind it).
 	sent func()
@@ -432,43 +380,66 @@ type createHooks struct {
 	recover func(context.Context) (string, error)
 }
 
-// createNode creates p with data in mode, its missing ancestors as
-// containers, and returns the path the server made: the one create loop of
-// the recipes. An attempt refused with zkclient.ErrNoNode is made again
-// after creating the ancestors (three times at most). After a connection
-// loss the create may or may not have been applied: once the session is
-// connected again, h.recover decides, and without it (or when it finds
-// nothing) the create is sent again; lost reports that an answer was lost
-// on the way, so that the caller can take a zkclient.ErrNodeExists for its
-// own node. If ctx ends with an attempt in flight, a node it made after all
-// is deleted again (see createWait). Any other error ends it.
-func (s *Session) createNode(ctx context.Context, p string, data []byte, mode zkclient.CreateMode, h createHooks) (made string, lost bool, err error) {
+// create is the one create of the recipes and the data plane: it creates p
+// with data as c says and returns what the server made (the path, with its
+// sequence number if sequential). Without c.resend it sends one create; a
+// lost answer is an error wrapping ErrConnectionLoss. With it, after a
+// connection loss the create may or may not have been applied: once the
+// session is connected again, c.recover decides, and without it (or when
+// it finds nothing) the create is sent again; lost reports that an answer
+// was lost, so that the caller can take a zkclient.ErrNodeExists for its
+// own node. Any other error ends it.
+func (s *Session) create(ctx context.Context, p string, data []byte, c creating) (made zkclient.Created, lost bool, err error) {
+	acl := c.acl
+	if acl == nil {
+		acl = s.acl
+	}
 	for missing := 0; ; {
-		call := s.startCreate(p, data, mode)
-		if h.sent != nil {
-			h.sent()
+		if c.wait == nil {
+			// As a waited call: nothing is sent once ctx has ended (c.wait
+			// sees to a create sent that late).
+			if err := ctx.Err(); err != nil {
+				return zkclient.Created{}, lost, err
+			}
 		}
-		r, err := s.createWait(ctx, call)
+		s.stats.creates.Add(1)
+		var call *zkclient.Call[zkclient.Created]
+		if c.stat || c.ttl != 0 {
+			call = s.c.CreateTTLAsync(p, data, c.mode, acl, c.ttl)
+		} else {
+			call = s.c.CreateAsync(p, data, c.mode, acl)
+		}
+		if c.sent != nil {
+			c.sent()
+		}
+		var r zkclient.Created
+		if c.wait != nil {
+			r, err = c.wait(ctx, call)
+		} else {
+			r, err = call.Wait(ctx)
+		}
 		switch {
 		case err == nil:
-			return r.Path, lost, nil
-		case errors.Is(err, zkclient.ErrNoNode) && missing < 3:
+			return r, lost, nil
+		case c.existing && errors.Is(err, zkclient.ErrNodeExists):
+			return zkclient.Created{Path: p}, lost, nil
+		case c.parents && errors.Is(err, zkclient.ErrNoNode) && missing < 3:
 			missing++
-			if err := s.ensureParents(ctx, p); err != nil {
-				return "", lost, err
+			if err := s.makePath(ctx, parents(p), zkclient.Container, nil); err != nil {
+				return zkclient.Created{}, lost, err
 			}
-		case errors.Is(err, ErrConnectionLoss):
+		case c.resend && errors.Is(err, ErrConnectionLoss):
 			lost = true
 			if err := s.awaitUp(ctx); err != nil {
-				return "", lost, err
+				return zkclient.Created{}, lost, err
 			}
-			if h.recover != nil {
-				if found, err := h.recover(ctx); err != nil || found != "" {
-					return found, lost, err
+			if c.recover != nil {
+				if found, err := c.recover(ctx); err != nil || found != "" {
+					return zkclient.Created{Path: found}, lost, err
 				}
 			}
 		default:
-			return "", lost, err
+			return zkclient.Created{}, lost, err
 		}
 	}
 }

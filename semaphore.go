@@ -111,8 +111,8 @@ func (m *Semaphore) take(ctx context.Context, try bool, op string) (*Lease, erro
 func (m *Semaphore) acquire(ctx context.Context, try bool) (*protectedNode, error) {
 	// Refuse a disagreeing n at once rather than after queueing for the
 	// mutex; the check that counts is made again under the mutex.
-	if data, _, err := m.s.getData(ctx, m.path); err == nil && len(data) > 0 && string(data) != strconv.Itoa(m.n) {
-		return nil, m.mismatch(data)
+	if rd, err := m.s.read(ctx, m.path, reading{op: readData}); err == nil && len(rd.data) > 0 && string(rd.data) != strconv.Itoa(m.n) {
+		return nil, m.mismatch(rd.data)
 	} else if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
 		return nil, err
 	}
@@ -148,7 +148,8 @@ func (m *Semaphore) acquire(ctx context.Context, try bool) (*protectedNode, erro
 // taken, or another acquirer is queued for the mutex.
 func (m *Semaphore) busy(ctx context.Context) (bool, error) {
 	for _, dir := range []string{m.leases, m.locks.dir} {
-		kids, err := m.s.children(ctx, dir)
+		rd, err := m.s.read(ctx, dir, reading{op: readChildren})
+		kids := rd.kids
 		if errors.Is(err, zkclient.ErrNoNode) {
 			continue
 		}
@@ -180,8 +181,11 @@ func (m *Semaphore) underLock(ctx context.Context, try bool) (*protectedNode, er
 		err = ErrLocked
 	}
 	for err == nil && slices.Contains(kids, t.name) && len(kids) > m.n {
-		var w watched
-		if kids, w, err = m.s.childrenW(ctx, m.leases); err != nil || len(kids) <= m.n {
+		var rd reply
+		rd, err = m.s.read(ctx, m.leases, reading{op: readChildren, watch: true})
+		kids = rd.kids
+		w := rd.w
+		if err != nil || len(kids) <= m.n {
 			if err == nil {
 				w.stop()
 			}
@@ -213,7 +217,8 @@ func (m *Semaphore) underLock(ctx context.Context, try bool) (*protectedNode, er
 func (m *Semaphore) checkPermits(ctx context.Context) error {
 	want := strconv.Itoa(m.n)
 	for {
-		data, st, err := m.s.getData(ctx, m.path)
+		rd, err := m.s.read(ctx, m.path, reading{op: readData})
+		data, st := rd.data, rd.st
 		if err != nil {
 			return err
 		}

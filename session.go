@@ -2,7 +2,6 @@ package zkrecipes
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,67 +46,35 @@ type Session struct {
 type SessionOption func(*sessionConfig)
 
 type sessionConfig struct {
-	timeout time.Duration
-	log     *slog.Logger
-	acl     []zkclient.ACL
-	strict  float64
-	client  []zkclient.Option
-}
-
-// WithSessionTimeout asks the server for this session timeout (default 10s).
-// The server clamps it into [2, 20] x its tickTime unless configured
-// otherwise; Timeout reports the negotiated value.
-func WithSessionTimeout(d time.Duration) SessionOption {
-	return func(c *sessionConfig) { c.timeout = d }
+	log    *slog.Logger
+	acl    []zkclient.ACL
+	strict float64
+	client []zkclient.Option
 }
 
 // WithLogger sends the session's life events (connected, suspended,
-// reconnected, expired) to l. By default nothing is logged.
+// reconnected, expired) and the recipes' warnings to l, and gives l to the
+// client. By default nothing is logged.
 func WithLogger(l *slog.Logger) SessionOption {
 	return func(c *sessionConfig) { c.log = l }
 }
 
-// WithDigestAuth authenticates the session with ZooKeeper's digest scheme.
-// NewSession fails if the server refuses the credentials; they are sent
-// again after every reconnection.
-func WithDigestAuth(user, password string) SessionOption {
-	return WithClientOptions(zkclient.WithDigestAuth(user, password))
-}
-
-// WithSASL authenticates the session with SASL, as ZooKeeper's JAAS Client
-// section does: zkclient.DigestMD5(user, password) against a server whose
-// JAAS Server section lists the user. The exchange runs on every connection
-// before anything else (two round trips for DIGEST-MD5); NewSession fails
-// with an error wrapping zkclient.ErrAuthFailed if the server refuses. Use
-// zkclient.SASLACL (or zkclient.AuthACL) with WithACL to restrict the
-// recipes' nodes to the SASL user.
-func WithSASL(m zkclient.SASLMechanism) SessionOption {
-	return WithClientOptions(zkclient.WithSASL(m))
-}
-
-// WithTLS connects over TLS to the servers' secure client port (see
-// zkclient.WithTLS); with a client certificate in cfg the server also
-// authenticates the session under its x509 scheme.
-func WithTLS(cfg *tls.Config) SessionOption {
-	return WithClientOptions(zkclient.WithTLS(cfg))
-}
-
-// WithChroot makes every recipe path relative to root, as a chroot suffix
-// on a server address does ("zk1:2181,zk2:2181/app").
-func WithChroot(root string) SessionOption {
-	return WithClientOptions(zkclient.WithChroot(root))
-}
-
-// WithClientOptions passes options to the underlying zkclient.Client (a
-// dialer, a connect timeout, ...).
+// WithClientOptions passes options to the underlying zkclient.Client: the
+// session timeout (zkclient.WithSessionTimeout, default 10s; Timeout
+// reports the one the server granted), credentials
+// (zkclient.WithDigestAuth, zkclient.WithSASL), TLS (zkclient.WithTLS), a
+// chroot (zkclient.WithChroot, or a suffix of the connect string), a
+// dialer, a connect timeout... The Session's own options are those it acts
+// on itself: WithLogger, WithACL, WithStrict and WithStrictMargin.
 func WithClientOptions(opts ...zkclient.Option) SessionOption {
 	return func(c *sessionConfig) { c.client = append(c.client, opts...) }
 }
 
 // WithACL sets the ACL of every node the recipes create, including the
-// missing parents of a recipe path (default: world, all permissions). Use
-// zkclient.DigestACL with WithDigestAuth, zkclient.SASLACL with WithSASL,
-// or zkclient.AuthACL with either, to restrict them; create shared
+// missing parents of a recipe path, and of the nodes the data plane
+// creates with a nil ACL (default: world, all permissions). Use
+// zkclient.DigestACL with zkclient.WithDigestAuth, zkclient.SASLACL with
+// zkclient.WithSASL, or zkclient.AuthACL with either, to restrict them; create shared
 // ancestors beforehand if other clients must write under them.
 func WithACL(acl []zkclient.ACL) SessionOption {
 	return func(c *sessionConfig) { c.acl = acl }
@@ -168,7 +135,7 @@ func WithStrictMargin(fraction float64) SessionOption {
 // returns when the session is established, or with an error when ctx ends
 // first (a deadline on ctx is the connect timeout) or authentication fails.
 func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*Session, error) {
-	cfg := sessionConfig{timeout: 10 * time.Second, acl: zkclient.WorldACL(zkclient.PermAll)}
+	cfg := sessionConfig{acl: zkclient.WorldACL(zkclient.PermAll)}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -179,9 +146,6 @@ func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*
 		if a == "" {
 			return nil, errorf("empty server address in %q", servers)
 		}
-	}
-	if cfg.timeout <= 0 {
-		return nil, errorf("session timeout %v is not positive", cfg.timeout)
 	}
 	if cfg.strict < 0 || cfg.strict >= 1 {
 		return nil, fmt.Errorf("%w: strict margin %v is not in (0, 1)", ErrInvalidArgument, cfg.strict)
@@ -197,7 +161,6 @@ func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*
 		rearm:  make(chan struct{}, 1),
 	}
 	copts := append([]zkclient.Option{
-		zkclient.WithSessionTimeout(cfg.timeout),
 		zkclient.WithLogger(cfg.log),
 		zkclient.WithStateCallback(s.onState),
 	}, cfg.client...)

@@ -29,7 +29,7 @@ func TestSessionDigestAuthAndACL(t *testing.T) {
 		}
 	}
 	acl := zkclient.DigestACL(zkclient.PermAll, "app", "s3cret")
-	s := e.session(zkrecipes.WithDigestAuth("app", "s3cret"), zkrecipes.WithACL(acl))
+	s := e.session(zkrecipes.WithClientOptions(zkclient.WithDigestAuth("app", "s3cret")), zkrecipes.WithACL(acl))
 	m := zkrecipes.NewMutex(s, lock)
 	must(t, m.Lock(ctx), "Lock with digest auth")
 	_, _, err := e.admin.Children(lock)
@@ -39,7 +39,7 @@ func TestSessionDigestAuthAndACL(t *testing.T) {
 	must(t, m.Unlock(ctx), "Unlock")
 
 	// Another session with the same credentials shares the lock.
-	other := zkrecipes.NewMutex(e.session(zkrecipes.WithDigestAuth("app", "s3cret"), zkrecipes.WithACL(acl)), lock)
+	other := zkrecipes.NewMutex(e.session(zkrecipes.WithClientOptions(zkclient.WithDigestAuth("app", "s3cret")), zkrecipes.WithACL(acl)), lock)
 	must(t, other.Lock(ctx), "second authenticated session: Lock")
 	must(t, other.Unlock(ctx), "second authenticated session: Unlock")
 
@@ -131,7 +131,7 @@ func TestSessionSASL(t *testing.T) {
 			t.Fatalf("create %s: %v", p, err)
 		}
 	}
-	app := zkrecipes.WithSASL(zkclient.DigestMD5("app", "s3cret"))
+	app := zkrecipes.WithClientOptions(zkclient.WithSASL(zkclient.DigestMD5("app", "s3cret")))
 	s := e.session(app, zkrecipes.WithACL(zkclient.SASLACL(zkclient.PermAll, "app")))
 	m := zkrecipes.NewMutex(s, lock)
 	must(t, m.Lock(ctx), "Lock with SASL")
@@ -149,7 +149,7 @@ func TestSessionSASL(t *testing.T) {
 	// which is not authenticated.
 	must(t, s.Client().Delete(ctx, lock, -1), "delete the lock's directory")
 
-	_, err := zkrecipes.NewSession(ctx, cluster.Addrs(), zkrecipes.WithSASL(zkclient.DigestMD5("app", "wrong")))
+	_, err := zkrecipes.NewSession(ctx, cluster.Addrs(), zkrecipes.WithClientOptions(zkclient.WithSASL(zkclient.DigestMD5("app", "wrong"))))
 	if !errors.Is(err, zkclient.ErrAuthFailed) || ctx.Err() != nil || !strings.HasPrefix(err.Error(), "zkrecipes: ") {
 		t.Errorf("NewSession with a wrong password = %v, want an error wrapping zkclient.ErrAuthFailed", err)
 	}

@@ -61,9 +61,10 @@ func (c *SharedCount) Count(ctx context.Context) (VersionedCount, error) {
 
 func (c *SharedCount) read(ctx context.Context) (VersionedCount, error) {
 	for {
-		data, st, err := c.s.getData(ctx, c.path)
+		rd, err := c.s.read(ctx, c.path, reading{op: readData})
+		data, st := rd.data, rd.st
 		if errors.Is(err, zkclient.ErrNoNode) {
-			if err := c.s.createIfMissing(ctx, c.path, encodeInt32(c.seed)); err != nil {
+			if _, _, err := c.s.create(ctx, c.path, encodeInt32(c.seed), creating{mode: zkclient.Persistent, parents: true, resend: true, existing: true}); err != nil {
 				return VersionedCount{}, err
 			}
 			continue
@@ -119,7 +120,7 @@ func (s *Session) forceSet(ctx context.Context, p string, data []byte) error {
 		if !errors.Is(err, zkclient.ErrNoNode) {
 			return err
 		}
-		if err := s.createIfMissing(ctx, p, data); err != nil {
+		if _, _, err := s.create(ctx, p, data, creating{mode: zkclient.Persistent, parents: true, resend: true, existing: true}); err != nil {
 			return err
 		}
 		// Created with our data, or by someone else meanwhile: write ours
@@ -155,10 +156,12 @@ func (c *SharedCount) Watch(ctx context.Context) (*Stream[VersionedCount], error
 // watch follows the count for st until ctx ends or an error stops it.
 func (c *SharedCount) watch(ctx context.Context, st *Stream[VersionedCount]) error {
 	for {
-		data, cur, w, err := c.s.getDataW(ctx, c.path)
+		rd, err := c.s.read(ctx, c.path, reading{op: readData, watch: true})
+		data, cur, w := rd.data, rd.st, rd.w
 		if errors.Is(err, zkclient.ErrNoNode) {
-			var ok bool
-			if ok, w, err = c.s.existsW(ctx, c.path); err == nil && ok {
+			rd, err = c.s.read(ctx, c.path, reading{op: readStat, watch: true})
+			w = rd.w
+			if err == nil && rd.ok {
 				w.stop()
 				continue // made again meanwhile: read it
 			}

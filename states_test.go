@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -87,7 +88,7 @@ func TestSessionStatesStrictLost(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, time.Minute)
 	p := e.proxy()
-	s := e.sessionOn([]string{p.Addr()}, zkrecipes.WithStrict(), zkrecipes.WithSessionTimeout(4*time.Second))
+	s := e.sessionOn([]string{p.Addr()}, zkrecipes.WithStrict(), zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(4*time.Second)))
 	st := s.States()
 	m := zkrecipes.NewMutex(s, e.path+"/lock")
 	must(t, m.Lock(ctx), "Lock")

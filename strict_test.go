@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -34,7 +35,7 @@ func strictTrial(t *testing.T, e *env, px *zktest.Proxy, second []string, timeou
 	t.Helper()
 	ctx := ctxTimeout(t, time.Minute)
 	lock := e.path + "/lock"
-	holder := e.sessionOn([]string{px.Addr()}, zkrecipes.WithStrict(), zkrecipes.WithSessionTimeout(timeout))
+	holder := e.sessionOn([]string{px.Addr()}, zkrecipes.WithStrict(), zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(timeout)))
 	m1 := zkrecipes.NewMutex(holder, lock)
 	must(t, m1.Lock(ctx), "holder: Lock")
 	lost := make(chan time.Time, 1)
@@ -51,7 +52,7 @@ func strictTrial(t *testing.T, e *env, px *zktest.Proxy, second []string, timeou
 	// paused for the next.
 	var once sync.Once
 	t.Cleanup(func() { once.Do(unstall) })
-	other := e.sessionOn(second, zkrecipes.WithSessionTimeout(timeout))
+	other := e.sessionOn(second, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(timeout)))
 	m2 := zkrecipes.NewMutex(other, lock)
 	must(t, m2.Lock(ctx), "second: Lock")
 	granted := time.Now()

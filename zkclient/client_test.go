@@ -22,9 +22,9 @@ func TestCRUD(t *testing.T) {
 	defer c.Close()
 	ctx := e.ctx
 	p := e.base + "/n"
-	got, err := c.Create(ctx, p, []byte("v1"), zkclient.Persistent, all)
-	if err != nil || got != p {
-		t.Fatalf("create: %q %v", got, err)
+	c1, err := c.Create(ctx, p, []byte("v1"), zkclient.Persistent, all)
+	if err != nil || c1.Path != p {
+		t.Fatalf("create: %q %v", c1.Path, err)
 	}
 	if _, err := c.Create(ctx, p, nil, zkclient.Persistent, all); !errors.Is(err, zkclient.ErrNodeExists) {
 		t.Fatalf("create again: %v", err)
@@ -60,8 +60,8 @@ func TestCRUD(t *testing.T) {
 		t.Errorf("empty data read as %v", d)
 	}
 	seq, err := c.Create(ctx, p+"/s-", nil, zkclient.EphemeralSequential, all)
-	if err != nil || seq != p+"/s-0000000002" {
-		t.Fatalf("sequential: %q %v", seq, err)
+	if err != nil || seq.Path != p+"/s-0000000002" {
+		t.Fatalf("sequential: %q %v", seq.Path, err)
 	}
 	kids, pst, err := c.Children(ctx, p)
 	slices.Sort(kids)
@@ -72,7 +72,7 @@ func TestCRUD(t *testing.T) {
 		t.Fatalf("delete non-empty: %v", err)
 	}
 	eph, err := c.Ephemerals(ctx, p)
-	if err != nil || !slices.Equal(eph, []string{seq}) {
+	if err != nil || !slices.Equal(eph, []string{seq.Path}) {
 		t.Fatalf("ephemerals: %v %v", eph, err)
 	}
 	if n, err := c.AllChildrenNumber(ctx, e.base); err != nil || n != 4 {
@@ -81,7 +81,7 @@ func TestCRUD(t *testing.T) {
 	if err := c.Sync(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Create(ctx, seq+"/x", nil, zkclient.Persistent, all); !errors.Is(err, zkclient.ErrNoChildrenForEphemerals) {
+	if _, err := c.Create(ctx, seq.Path+"/x", nil, zkclient.Persistent, all); !errors.Is(err, zkclient.ErrNoChildrenForEphemerals) {
 		t.Fatalf("child of ephemeral: %v", err)
 	}
 	for _, bad := range []string{"", "rel", "/a/", "/a//b", "/a/./b", "/a\x00b"} {
@@ -438,9 +438,9 @@ func TestChroot(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := e.ctx
-	got, err := c.Create(ctx, "/s-", nil, zkclient.PersistentSequential, all)
-	if err != nil || got != "/s-0000000000" {
-		t.Fatalf("create under chroot: %q %v", got, err)
+	c1, err := c.Create(ctx, "/s-", nil, zkclient.PersistentSequential, all)
+	if err != nil || c1.Path != "/s-0000000000" {
+		t.Fatalf("create under chroot: %q %v", c1.Path, err)
 	}
 	if _, _, err := root.Get(ctx, e.base+"/s-0000000000"); err != nil {
 		t.Fatalf("not under the chroot: %v", err)

@@ -147,14 +147,14 @@ func (c *Client) createAsync(path string, data []byte, mode CreateMode, acl []AC
 }
 
 // Create creates the node path with data and returns the path made (for a
-// sequential node, with its number appended). It fails with ErrNodeExists,
-// ErrNoNode (the parent is missing), ErrNoChildrenForEphemerals.
-func (c *Client) Create(ctx context.Context, path string, data []byte, mode CreateMode, acl []ACL) (string, error) {
+// sequential node, with its number appended) and the new node's Stat (the
+// create2 request). It fails with ErrNodeExists, ErrNoNode (the parent is
+// missing), ErrNoChildrenForEphemerals. For the TTL modes see CreateTTL.
+func (c *Client) Create(ctx context.Context, path string, data []byte, mode CreateMode, acl []ACL) (Created, error) {
 	if err := ctx.Err(); err != nil {
-		return "", err
+		return Created{}, err
 	}
-	v, err := c.CreateAsync(path, data, mode, acl).Wait(ctx)
-	return v.Path, err
+	return c.Create2Async(path, data, mode, acl).Wait(ctx)
 }
 
 // CreateTTLAsync creates a node of a TTL mode (PersistentWithTTL,

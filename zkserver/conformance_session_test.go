@@ -116,7 +116,8 @@ func TestConformanceEphemeralOnClose(t *testing.T) {
 		c, _ := zkConnect(t, tg.addr)
 		p := tg.path
 		admin.Create(ctx, p, nil, zkclient.Persistent, openACL)
-		name, err := c.Create(ctx, p+"/lock-", nil, zkclient.EphemeralSequential, openACL)
+		made, err := c.Create(ctx, p+"/lock-", nil, zkclient.EphemeralSequential, openACL)
+		name := made.Path
 		r.logf("created %s %v", name, err)
 		st, ok, w, err := admin.ExistsW(ctx, name)
 		r.logf("exists %v owner==session:%v %v", ok, st.EphemeralOwner == c.SessionID(), err)

@@ -35,12 +35,14 @@ func TestDataDirKeepsTreeAndZxid(t *testing.T) {
 	mem := zkserver.RunT(t)
 	cm, _ := zkConnect(t, mem.Addr())
 	writeSome(t, cm, "/p")
-	wantSeq, err := cm.Create(t.Context(), "/p/seq-", nil, zkclient.PersistentSequential, openACL)
+	seq0, err := cm.Create(t.Context(), "/p/seq-", nil, zkclient.PersistentSequential, openACL)
+	wantSeq := seq0.Path
 	if err != nil {
 		t.Fatal(err)
 	}
 	c2, _ := zkConnect(t, s2.Addr())
-	p, err := c2.Create(t.Context(), "/p/seq-", nil, zkclient.PersistentSequential, openACL)
+	made, err := c2.Create(t.Context(), "/p/seq-", nil, zkclient.PersistentSequential, openACL)
+	p := made.Path
 	if err != nil || p != wantSeq {
 		t.Fatalf("sequential create after restart: %q %v, want %q", p, err, wantSeq)
 	}

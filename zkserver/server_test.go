@@ -184,7 +184,7 @@ func TestConcurrentSequentialCreates(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				names <- p
+				names <- p.Path
 			}
 		}()
 	}

@@ -101,7 +101,7 @@ PATH, depth first, as full paths (PATH itself first).`,
 					var walk func(p string) error
 					walk = func(p string) error {
 						out = append(out, p)
-						kids, err := s.Children(ctx, p)
+						kids, _, err := s.Children(ctx, p)
 						if errors.Is(err, zkclient.ErrNoNode) && p != path {
 							return nil // deleted meanwhile
 						}
@@ -119,7 +119,7 @@ PATH, depth first, as full paths (PATH itself first).`,
 						return err
 					}
 				} else {
-					kids, err := s.Children(ctx, path)
+					kids, _, err := s.Children(ctx, path)
 					if err != nil {
 						return err
 					}
@@ -260,9 +260,12 @@ is ephemeral (0x0 otherwise), its data length and number of children.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
 			return a.withSession(cmd, "stat "+path, func(ctx context.Context, s *zkrecipes.Session) error {
-				st, err := s.Stat(ctx, path)
+				st, ok, err := s.Exists(ctx, path)
 				if err != nil {
 					return err
+				}
+				if !ok {
+					return fmt.Errorf("stat %s: %w", path, zkclient.ErrNoNode)
 				}
 				if asJSON {
 					b, _ := json.Marshal(nodeView{Path: path, Stat: viewStat(st)})
@@ -334,25 +337,28 @@ once.`,
 					return err
 				}
 			}
-			var opts []zkrecipes.CreateOption
+			mode := zkclient.Persistent
 			switch {
 			case container && (sequential || ttl != 0):
 				return usagef("--container cannot be combined with --sequential or --ttl")
 			case ttl < 0:
 				return usagef("--ttl %v: must be positive", ttl)
 			case container:
-				opts = append(opts, zkrecipes.WithCreateMode(zkclient.Container))
+				mode = zkclient.Container
+			case sequential && ttl > 0:
+				mode = zkclient.PersistentSequentialWithTTL
 			case sequential:
-				opts = append(opts, zkrecipes.WithCreateMode(zkclient.PersistentSequential))
-			}
-			if ttl > 0 {
-				opts = append(opts, zkrecipes.WithTTL(ttl))
-			}
-			if parents {
-				opts = append(opts, zkrecipes.WithParents())
+				mode = zkclient.PersistentSequential
+			case ttl > 0:
+				mode = zkclient.PersistentWithTTL
 			}
 			return a.withSession(cmd, "create "+path, func(ctx context.Context, s *zkrecipes.Session) error {
-				created, err := s.Create(ctx, path, data, opts...)
+				if parents {
+					if err := s.CreateParents(ctx, path, zkclient.Persistent, nil); err != nil {
+						return err
+					}
+				}
+				created, err := s.CreateTTL(ctx, path, data, mode, nil, ttl)
 				switch {
 				case errors.Is(err, zkclient.ErrNodeExists):
 					return codef(exitFailure, "create %s: the node already exists", path)

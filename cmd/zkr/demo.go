@@ -250,7 +250,7 @@ const connectTimeout = 30 * time.Second
 // session opens a zkrecipes session on servers (the scenario's if nil).
 func (env *demoEnv) session(ctx context.Context, servers []string, timeout time.Duration, opts ...zkrecipes.SessionOption) (*zkrecipes.Session, error) {
 	return dial(ctx, env, servers, func(ctx context.Context, servers []string) (*zkrecipes.Session, error) {
-		return zkrecipes.NewSession(ctx, servers, append([]zkrecipes.SessionOption{zkrecipes.WithSessionTimeout(timeout)}, opts...)...)
+		return zkrecipes.NewSession(ctx, servers, append([]zkrecipes.SessionOption{zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(timeout))}, opts...)...)
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -21,7 +22,7 @@ func TestInspect(t *testing.T) {
 	// is an orphan until the session expires.
 	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
-	s, err := zkrecipes.NewSession(ctx, []string{proxy.Addr()}, zkrecipes.WithSessionTimeout(30*time.Second))
+	s, err := zkrecipes.NewSession(ctx, []string{proxy.Addr()}, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(30*time.Second)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -189,7 +189,7 @@ func createSeq(ctx context.Context, c *zkclient.Client, dir, prefix string, data
 		if err != nil {
 			return "", err
 		}
-		return p[len(dir)+1:], nil
+		return p.Path[len(dir)+1:], nil
 	}
 }
 

@@ -312,14 +312,14 @@ func (a *app) security() (opts []zkrecipes.SessionOption, secured bool, err erro
 		return nil, false, err
 	}
 	if cfg != nil {
-		opts = append(opts, zkrecipes.WithTLS(cfg))
+		opts = append(opts, zkrecipes.WithClientOptions(zkclient.WithTLS(cfg)))
 	}
 	user, password, ok, err := a.digestAuth()
 	if err != nil {
 		return nil, false, err
 	}
 	if ok {
-		opts = append(opts, zkrecipes.WithDigestAuth(user, password))
+		opts = append(opts, zkrecipes.WithClientOptions(zkclient.WithDigestAuth(user, password)))
 	}
 	user, password, ok, err = a.saslAuth()
 	if err != nil {
@@ -334,9 +334,9 @@ func (a *app) security() (opts []zkrecipes.SessionOption, secured bool, err erro
 	}
 	switch {
 	case ok:
-		opts = append(opts, zkrecipes.WithSASL(zkclient.DigestMD5(user, password)))
+		opts = append(opts, zkrecipes.WithClientOptions(zkclient.WithSASL(zkclient.DigestMD5(user, password))))
 	case krb != nil:
-		opts = append(opts, zkrecipes.WithSASL(krb))
+		opts = append(opts, zkrecipes.WithClientOptions(zkclient.WithSASL(krb)))
 	}
 	return opts, len(opts) > 0, nil
 }
@@ -383,11 +383,11 @@ func (a *app) connect(ctx context.Context, strict bool) (*zkrecipes.Session, err
 		return nil, err
 	}
 	opts := append([]zkrecipes.SessionOption{
-		zkrecipes.WithSessionTimeout(a.sessionTimeout),
+		zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(a.sessionTimeout)),
 		zkrecipes.WithLogger(a.logger()),
 	}, sec...)
 	if chroot != "" {
-		opts = append(opts, zkrecipes.WithChroot(chroot))
+		opts = append(opts, zkrecipes.WithClientOptions(zkclient.WithChroot(chroot)))
 	}
 	if strict {
 		opts = append(opts, zkrecipes.WithStrict())

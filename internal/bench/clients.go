@@ -24,7 +24,7 @@ type oursClient struct {
 }
 
 func (o ours) open(ctx context.Context, cfg Config) (client, error) {
-	s, err := zkrecipes.NewSession(ctx, cfg.Servers, zkrecipes.WithSessionTimeout(cfg.Timeout))
+	s, err := zkrecipes.NewSession(ctx, cfg.Servers, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(cfg.Timeout)))
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (c *naiveClient) lock(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.node = p[len(c.dir)+1:]
+	c.node = p.Path[len(c.dir)+1:]
 	for {
 		c.lists.Add(1)
 		kids, _, w, err := c.c.ChildrenW(ctx, c.dir)

@@ -35,7 +35,7 @@ func (r *runner) nodeKeeper(ctx context.Context, c, other *client, rng *rand.Ran
 	renew := func(ctx context.Context) (*zkrecipes.Session, error) {
 		nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		s, err := zkrecipes.NewSession(nctx, c.servers, zkrecipes.WithSessionTimeout(r.o.SessionTimeout))
+		s, err := zkrecipes.NewSession(nctx, c.servers, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(r.o.SessionTimeout)))
 		if err != nil {
 			r.fail(c.id, 0, ResNode, OpSessionNew, err)
 			return nil, err
@@ -51,7 +51,7 @@ func (r *runner) nodeKeeper(ctx context.Context, c, other *client, rng *rand.Ran
 		r.h.Record(Event{Kind: KindNodeSession, Client: c.id, Gen: ref.gen, Res: ResNode, Path: path, Session: ref.s.ID(), Detail: "the client's"})
 		data := next()
 		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		node, err := zkrecipes.CreatePersistentNode(cctx, ref.s, path, []byte(data), zkrecipes.WithSessionRenewal(renew))
+		node, err := zkrecipes.CreatePersistentNode(cctx, ref.s, path, []byte(data), zkclient.Ephemeral, zkrecipes.WithSessionRenewal(renew))
 		cancel()
 		r.h.Record(Event{Kind: KindNodeSet, Client: c.id, Gen: ref.gen, Res: ResNode, Op: OpNodeCreate, Path: path, Data: data, Accepted: err == nil})
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -95,7 +96,7 @@ func (c *client) session(ctx context.Context) (*sessionRef, error) {
 		if ref != nil {
 			gen = ref.gen + 1
 		}
-		opts := []zkrecipes.SessionOption{zkrecipes.WithSessionTimeout(c.r.o.SessionTimeout)}
+		opts := []zkrecipes.SessionOption{zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(c.r.o.SessionTimeout))}
 		if c.strict {
 			opts = append(opts, zkrecipes.WithStrict())
 		}

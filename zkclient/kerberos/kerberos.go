@@ -10,7 +10,7 @@
 // [GSSAPI] turns a logged-in gokrb5 client into a mechanism for
 // [github.com/zkrecipes/zkrecipes/zkclient.WithSASL]; the same option
 // serves the recipes' sessions through
-// [github.com/zkrecipes/zkrecipes.WithSASL]. The package's example logs in
+// [github.com/zkrecipes/zkrecipes.WithClientOptions]. The package's example logs in
 // from a keytab (it needs a KDC, so it is compiled, not run).
 //
 // It lives in a module of its own so that only programs using Kerberos
