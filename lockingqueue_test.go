@@ -335,7 +335,7 @@ func TestLockingQueueReleaseUnconfirmed(t *testing.T) {
 	must(t, zkrecipes.NewLockingQueue(e.session(), path).Offer(ctx, []byte("x")), "Offer")
 	p := e.proxy()
 	t.Cleanup(p.Pass)
-	consumer := e.sessionOn([]string{p.Addr()}, zkrecipes.WithSessionTimeout(zktest.Bound(2*time.Second)))
+	consumer := e.sessionOn([]string{p.Addr()}, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(zktest.Bound(2*time.Second))))
 	it, err := zkrecipes.NewLockingQueue(consumer, path).Take(ctx)
 	must(t, err, "Take")
 
