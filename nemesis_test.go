@@ -88,7 +88,7 @@ var (
 //     member stopped past the session timeout. This one is on because strict
 //     mode is sound now that the Session runs on the project's own client:
 //     holdings read as lost once half the session timeout has passed since
-//     the send time of the newest answered request (see strict_test.go).
+//     the send time of the newest answered request (see loss_strict_test.go).
 var nemesisFaults = nemesis.AllFaults
 
 // nemesisKnown lists the violations that are reported but do not fail the
