@@ -97,8 +97,9 @@ func exists(t *testing.T, conn *zkclient.Client, path string) bool {
 	return ok
 }
 
-// opCreate is the operation code of a create request.
-const opCreate = 1
+// opCreate is the operation code of the create request zkclient.Client.Create
+// sends (create2: the answer carries the new node's Stat).
+const opCreate = 15
 
 // rawSession is a ZooKeeper session spoken by hand, to learn its id and
 // password.

@@ -144,7 +144,7 @@ func TestProxyPauseRepliesOnRequest(t *testing.T) {
 	checkLeaks(t)
 	p, via, direct := proxied(t)
 	path := testPath("proxy-pause-on-request")
-	fired := p.PauseRepliesOnRequest(1) // create
+	fired := p.PauseRepliesOnRequest(opCreate)
 	if _, _, err := via.Exists(t.Context(), "/"); err != nil {
 		t.Fatalf("a read before the trap's create: %v", err)
 	}
