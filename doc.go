@@ -59,7 +59,7 @@
 // client's, such as the session timeout, credentials, TLS or a chroot, are
 // passed through [WithClientOptions].
 //
-// # The contender queue
+// # The line of contenders
 //
 // The locks and the election are one algorithm with different rules for
 // who waits for whom. Each contender creates an ephemeral sequential node
