@@ -66,8 +66,8 @@
 // under the recipe's path. The lowest sequence number holds; every other
 // contender watches only the nearest node that blocks it, with a call that
 // sets the watch and fails if the node is already gone, so nothing is
-// missed between listing the queue and watching. One release wakes exactly
-// one waiter, however long the queue. Node names follow Apache Curator's
+// missed between listing the line and watching. One release wakes exactly
+// one waiter, however long the line. Node names follow Apache Curator's
 // layout ("_c_<uuid>-lock-<seq>"), so Go and Java processes can share a
 // lock.
 //
