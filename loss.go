@@ -110,15 +110,48 @@ type nodeHold struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	dropped atomic.Bool // the holder is deleting the node itself
+
+	ended atomic.Bool // the holding's end (loss, or drop) is decided
+	told  *HoldEvent  // the grant, for the Observer's Lost and Released; nil: not told
+	since time.Time   // when it was granted, with told
 }
 
 // holdNode registers a holding embodied by the node p and starts watching p.
-func (s *Session) holdNode(p string) *nodeHold {
+func (s *Session) holdNode(p string) *nodeHold { return s.holdNodeTold(p, nil) }
+
+// holdNodeTold is holdNode; if told is not nil, the Session's Observer is
+// told of the holding's loss (Lost) as told, with the reason.
+func (s *Session) holdNodeTold(p string, told *HoldEvent) *nodeHold {
 	lost, release := s.hold()
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &nodeHold{s: s, lost: lost, release: release, cancel: cancel, done: make(chan struct{})}
+	h := &nodeHold{s: s, lost: lost, release: release, cancel: cancel, done: make(chan struct{}), told: told}
+	if told != nil {
+		h.since = time.Now()
+	}
 	go h.watch(ctx, s, p)
 	return h
+}
+
+// lose decides that the holding ended by its loss, unless its end was
+// decided already, and tells the Observer.
+func (h *nodeHold) lose() {
+	if !h.ended.CompareAndSwap(false, true) || h.told == nil || h.s.obs.Lost == nil {
+		return
+	}
+	ev := *h.told
+	ev.Reason, ev.Held = h.s.lossReason(), time.Since(h.since)
+	h.s.obs.Lost(ev)
+}
+
+// released tells the Observer that the holder released the holding, if
+// drop found it still held; err is the release's outcome.
+func (h *nodeHold) released(held bool, err error) {
+	if !held || h.told == nil || h.s.obs.Released == nil {
+		return
+	}
+	ev := *h.told
+	ev.Held, ev.Err = time.Since(h.since), err
+	h.s.obs.Released(ev)
 }
 
 func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
@@ -127,11 +160,22 @@ func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
 		rd, err := s.read(ctx, p, reading{op: readData, watch: true, count: &s.stats.holdWatches})
 		w := rd.w
 		if errors.Is(err, zkclient.ErrNoNode) {
+			if !h.dropped.Load() {
+				h.lose()
+			}
 			h.release()
 			return
 		}
 		if err != nil {
-			return // end was called, or the session is over (which voided the holding)
+			// end was called, or the session is over (which voided the holding)
+			select {
+			case <-h.lost:
+				if !h.dropped.Load() {
+					h.lose()
+				}
+			default:
+			}
+			return
 		}
 		lost := h.lost
 	wait:
@@ -141,6 +185,9 @@ func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
 				s.stats.holdEvents.Add(1)
 			}
 			if ev.Type == zkclient.EventNodeDeleted || h.dropped.Load() {
+				if !h.dropped.Load() {
+					h.lose()
+				}
 				h.release()
 				return
 			}
@@ -153,6 +200,7 @@ func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
 				lost = nil
 				goto wait
 			}
+			h.lose()
 			w.stop()
 			return
 		case <-ctx.Done():
@@ -170,10 +218,18 @@ func (h *nodeHold) end() {
 }
 
 // drop closes lost at once, for a holder about to delete the node itself:
-// the watch stays until the deletion fires it. Follow with settle.
-func (h *nodeHold) drop() {
+// the watch stays until the deletion fires it. Follow with settle. It
+// reports whether the holding was still held: false if it was lost first
+// (and then the loss is told).
+func (h *nodeHold) drop() (held bool) {
 	h.dropped.Store(true)
+	select {
+	case <-h.lost:
+		h.lose()
+	default:
+	}
 	h.release()
+	return h.ended.CompareAndSwap(false, true)
 }
 
 // settle ends the watch after drop. deleted says the server confirmed the

@@ -29,6 +29,7 @@ type Session struct {
 	acl    []zkclient.ACL
 	strict float64 // strict mode's margin, a fraction of the session timeout; 0: off
 	stats  counters
+	obs    *Observer // nil: none
 
 	mu         sync.Mutex // never held while calling the client: onState runs under the client's lock
 	over       bool       // the session is over
@@ -50,6 +51,7 @@ type sessionConfig struct {
 	acl    []zkclient.ACL
 	strict float64
 	client []zkclient.Option
+	obs    *Observer
 }
 
 // WithLogger sends the session's life events (connected, suspended,
@@ -157,6 +159,7 @@ func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*
 		log:    cfg.log,
 		acl:    cfg.acl,
 		strict: cfg.strict,
+		obs:    cfg.obs,
 		holds:  make(map[chan struct{}]struct{}),
 		rearm:  make(chan struct{}, 1),
 	}
