@@ -8,6 +8,11 @@ go 1.24.0
 require github.com/zkrecipes/zkrecipes v0.1.0
 
 require (
+	github.com/kylelemons/godebug v1.1.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
+)
+
+require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
