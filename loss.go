@@ -46,7 +46,7 @@ func (s *Session) watchStrict() {
 						"session", fmt.Sprintf("0x%x", id), "margin", margin)
 				}
 			}
-			s.voidHoldsLocked()
+			s.voidHoldsLocked(LossStrict)
 			s.tellLostLocked()
 			wait = max(min(margin/16, 50*time.Millisecond), time.Millisecond)
 		} else {
@@ -64,26 +64,40 @@ func (s *Session) watchStrict() {
 	}
 }
 
-func (s *Session) voidHoldsLocked() {
-	for ch := range s.holds {
+// voidHoldsLocked closes the holdings' channels and calls their onVoid
+// funcs with why.
+func (s *Session) voidHoldsLocked(why LossReason) {
+	s.voided = why
+	for ch, onVoid := range s.holds {
 		close(ch)
+		if onVoid != nil {
+			onVoid(why)
+		}
 	}
 	clear(s.holds)
 }
 
 // hold registers a holding. The returned channel closes when the holding is
 // void: the session ended or, in strict mode, the server may be about to
-// expire it. release closes it and forgets it; it is idempotent.
-func (s *Session) hold() (lost <-chan struct{}, release func()) {
+// expire it; onVoid, if not nil, is then called with why, under s.mu.
+// release closes it and forgets it; it is idempotent.
+func (s *Session) hold(onVoid func(LossReason)) (lost <-chan struct{}, release func()) {
 	ch := make(chan struct{})
 	margin := s.margin() // not under s.mu: it asks the client
 	s.mu.Lock()
 	if s.over || s.strict > 0 && time.Since(s.c.Confirmed()) >= margin {
 		close(ch)
+		if onVoid != nil {
+			why := LossStrict
+			if s.over {
+				why = s.voided
+			}
+			onVoid(why)
+		}
 		s.mu.Unlock()
 		return ch, func() {}
 	}
-	s.holds[ch] = struct{}{}
+	s.holds[ch] = onVoid
 	s.mu.Unlock()
 	return ch, func() {
 		s.mu.Lock()
@@ -122,24 +136,29 @@ func (s *Session) holdNode(p string) *nodeHold { return s.holdNodeTold(p, nil) }
 // holdNodeTold is holdNode; if told is not nil, the Session's Observer is
 // told of the holding's loss (Lost) as told, with the reason.
 func (s *Session) holdNodeTold(p string, told *HoldEvent) *nodeHold {
-	lost, release := s.hold()
-	ctx, cancel := context.WithCancel(context.Background())
-	h := &nodeHold{s: s, lost: lost, release: release, cancel: cancel, done: make(chan struct{}), told: told}
+	h := &nodeHold{s: s, done: make(chan struct{}), told: told}
+	var onVoid func(LossReason)
 	if told != nil {
 		h.since = time.Now()
+		onVoid = h.lose
 	}
+	h.lost, h.release = s.hold(onVoid)
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
 	go h.watch(ctx, s, p)
 	return h
 }
 
 // lose decides that the holding ended by its loss, unless its end was
-// decided already, and tells the Observer.
-func (h *nodeHold) lose() {
+// decided already (by drop), and tells the Observer. It runs when the
+// session's holdings are void (under s.mu), or on the watch when someone
+// else deleted the node.
+func (h *nodeHold) lose(why LossReason) {
 	if !h.ended.CompareAndSwap(false, true) || h.told == nil || h.s.obs.Lost == nil {
 		return
 	}
 	ev := *h.told
-	ev.Reason, ev.Held = h.s.lossReason(), time.Since(h.since)
+	ev.Reason, ev.Held = why, time.Since(h.since)
 	h.s.obs.Lost(ev)
 }
 
@@ -161,21 +180,13 @@ func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
 		w := rd.w
 		if errors.Is(err, zkclient.ErrNoNode) {
 			if !h.dropped.Load() {
-				h.lose()
+				h.lose(LossDeleted)
 			}
 			h.release()
 			return
 		}
 		if err != nil {
-			// end was called, or the session is over (which voided the holding)
-			select {
-			case <-h.lost:
-				if !h.dropped.Load() {
-					h.lose()
-				}
-			default:
-			}
-			return
+			return // end was called, or the session is over (which voided the holding)
 		}
 		lost := h.lost
 	wait:
@@ -186,7 +197,7 @@ func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
 			}
 			if ev.Type == zkclient.EventNodeDeleted || h.dropped.Load() {
 				if !h.dropped.Load() {
-					h.lose()
+					h.lose(LossDeleted)
 				}
 				h.release()
 				return
@@ -200,7 +211,6 @@ func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
 				lost = nil
 				goto wait
 			}
-			h.lose()
 			w.stop()
 			return
 		case <-ctx.Done():
@@ -219,15 +229,9 @@ func (h *nodeHold) end() {
 
 // drop closes lost at once, for a holder about to delete the node itself:
 // the watch stays until the deletion fires it. Follow with settle. It
-// reports whether the holding was still held: false if it was lost first
-// (and then the loss is told).
+// reports whether the holding was still held: false if it was lost first.
 func (h *nodeHold) drop() (held bool) {
 	h.dropped.Store(true)
-	select {
-	case <-h.lost:
-		h.lose()
-	default:
-	}
 	h.release()
 	return h.ended.CompareAndSwap(false, true)
 }

@@ -1,9 +1,6 @@
 package zkrecipes
 
-import (
-	"errors"
-	"time"
-)
+import "time"
 
 // Observer is told of the life of each contender of a Mutex, an RWMutex
 // or an Election, for metrics and tracing. Every field is optional: a nil
@@ -16,10 +13,13 @@ import (
 //
 // The funcs are called synchronously: Queued, Granted, Abandoned and
 // Released on the goroutine of the call that caused them (Lock, Unlock,
-// Campaign, ...), Lost on the goroutine that watches the holding or on the
-// holder's when it releases what it had already lost. They may be called
-// concurrently: they must be safe for concurrent use, return quickly,
-// never block, and never call the Session.
+// Campaign, ...); Lost at the moment the holding's Lost channel closes, on
+// the goroutine that voids the session's holdings (the client's, under its
+// lock, when the session ends; strict mode's timer; Close's caller) under
+// the Session's lock, or on the goroutine that watches the holding's node
+// when someone else deletes it. They may be called concurrently: they must
+// be safe for concurrent use, return quickly, never block, and never call
+// the Session or its client.
 //
 // Like zkclient.Observer, it is a struct of funcs rather than an
 // interface, so that an adapter sets only the events it wants and events
@@ -74,24 +74,6 @@ func recipeName(k kind) string {
 		return "election"
 	}
 	return "mutex"
-}
-
-// lossReason says why the session's holdings are void, or, if they are
-// not, that a node was deleted.
-func (s *Session) lossReason() LossReason {
-	err := s.c.Err() // not under s.mu: it asks the client
-	s.mu.Lock()
-	over, void := s.over, s.void
-	s.mu.Unlock()
-	switch {
-	case errors.Is(err, ErrSessionExpired):
-		return LossExpired
-	case over:
-		return LossClosed
-	case void:
-		return LossStrict
-	}
-	return LossDeleted
 }
 
 // tell calls f with ev if both are set.

@@ -31,13 +31,14 @@ type Session struct {
 	stats  counters
 	obs    *Observer // nil: none
 
-	mu         sync.Mutex // never held while calling the client: onState runs under the client's lock
-	over       bool       // the session is over
-	holds      map[chan struct{}]struct{}
-	void       bool                          // strict mode: holdings were reported lost and no answer came since
-	subs       []*stream.Queue[SessionEvent] // see States
-	lostTold   bool                          // Lost was told and neither Reconnected nor the end since
-	final      *SessionEvent                 // the final state, once told
+	mu         sync.Mutex                         // never held while calling the client: onState runs under the client's lock
+	over       bool                               // the session is over
+	holds      map[chan struct{}]func(LossReason) // see hold
+	voided     LossReason                         // why the holdings were last void
+	void       bool                               // strict mode: holdings were reported lost and no answer came since
+	subs       []*stream.Queue[SessionEvent]      // see States
+	lostTold   bool                               // Lost was told and neither Reconnected nor the end since
+	final      *SessionEvent                      // the final state, once told
 	strictDone chan struct{}
 	rearm      chan struct{}  // strict mode: the timeout may have changed (a reconnection)
 	background sync.WaitGroup // deletes that outlived their caller (see removeLater)
@@ -160,7 +161,7 @@ func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*
 		acl:    cfg.acl,
 		strict: cfg.strict,
 		obs:    cfg.obs,
-		holds:  make(map[chan struct{}]struct{}),
+		holds:  make(map[chan struct{}]func(LossReason)),
 		rearm:  make(chan struct{}, 1),
 	}
 	copts := append([]zkclient.Option{
@@ -225,7 +226,7 @@ func (s *Session) Close() error {
 	// it, before its answer comes back: every holding is void from now.
 	s.mu.Lock()
 	s.over = true
-	s.voidHoldsLocked()
+	s.voidHoldsLocked(LossClosed)
 	s.mu.Unlock()
 	err := s.c.Close()
 	if s.strictDone != nil {
@@ -246,7 +247,11 @@ func (s *Session) onState(ev zkclient.StateEvent) {
 	case ev.State.Final():
 		s.mu.Lock()
 		s.over = true
-		s.voidHoldsLocked()
+		why := LossClosed
+		if ev.State == zkclient.StateExpired {
+			why = LossExpired
+		}
+		s.voidHoldsLocked(why)
 		s.tellLostLocked()
 		s.final = &out
 		s.tellLocked(out)

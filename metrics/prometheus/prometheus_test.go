@@ -307,3 +307,26 @@ func TestPathLabel(t *testing.T) {
 		t.Error("registering twice on one registry succeeded")
 	}
 }
+
+func TestStrictLoss(t *testing.T) {
+	e := newEnv(t)
+	px := zktest.NewProxyT(t, shared.Addr(0))
+	opts := append(e.m.SessionOptions(), zkrecipes.WithStrict(),
+		zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(zktest.Bound(4*time.Second))))
+	s, err := zkrecipes.NewSession(e.ctx, []string{px.Addr()}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	m := zkrecipes.NewMutex(s, e.base+"/lock")
+	if err := m.Lock(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	px.PauseReplies()
+	<-m.Lost()
+	e.await(1, "zkrecipes_losses_total", "recipe", "mutex", "reason", "strict")
+	e.expect(0, "zkrecipes_holdings", "recipe", "mutex")
+	px.Pass()
+	m.Unlock(e.ctx)
+	e.expect(1, "zkrecipes_losses_total")
+}
