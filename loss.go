@@ -46,7 +46,7 @@ func (s *Session) watchStrict() {
 						"session", fmt.Sprintf("0x%x", id), "margin", margin)
 				}
 			}
-			s.voidHoldsLocked()
+			s.voidHoldsLocked(LossStrict)
 			s.tellLostLocked()
 			wait = max(min(margin/16, 50*time.Millisecond), time.Millisecond)
 		} else {
@@ -64,26 +64,40 @@ func (s *Session) watchStrict() {
 	}
 }
 
-func (s *Session) voidHoldsLocked() {
-	for ch := range s.holds {
+// voidHoldsLocked closes the holdings' channels and calls their onVoid
+// funcs with why.
+func (s *Session) voidHoldsLocked(why LossReason) {
+	s.voided = why
+	for ch, onVoid := range s.holds {
 		close(ch)
+		if onVoid != nil {
+			onVoid(why)
+		}
 	}
 	clear(s.holds)
 }
 
 // hold registers a holding. The returned channel closes when the holding is
 // void: the session ended or, in strict mode, the server may be about to
-// expire it. release closes it and forgets it; it is idempotent.
-func (s *Session) hold() (lost <-chan struct{}, release func()) {
+// expire it; onVoid, if not nil, is then called with why, under s.mu.
+// release closes it and forgets it; it is idempotent.
+func (s *Session) hold(onVoid func(LossReason)) (lost <-chan struct{}, release func()) {
 	ch := make(chan struct{})
 	margin := s.margin() // not under s.mu: it asks the client
 	s.mu.Lock()
 	if s.over || s.strict > 0 && time.Since(s.c.Confirmed()) >= margin {
 		close(ch)
+		if onVoid != nil {
+			why := LossStrict
+			if s.over {
+				why = s.voided
+			}
+			onVoid(why)
+		}
 		s.mu.Unlock()
 		return ch, func() {}
 	}
-	s.holds[ch] = struct{}{}
+	s.holds[ch] = onVoid
 	s.mu.Unlock()
 	return ch, func() {
 		s.mu.Lock()
@@ -110,15 +124,53 @@ type nodeHold struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	dropped atomic.Bool // the holder is deleting the node itself
+
+	ended atomic.Bool // the holding's end (loss, or drop) is decided
+	told  *HoldEvent  // the grant, for the Observer's Lost and Released; nil: not told
+	since time.Time   // when it was granted, with told
 }
 
 // holdNode registers a holding embodied by the node p and starts watching p.
-func (s *Session) holdNode(p string) *nodeHold {
-	lost, release := s.hold()
+func (s *Session) holdNode(p string) *nodeHold { return s.holdNodeTold(p, nil) }
+
+// holdNodeTold is holdNode; if told is not nil, the Session's Observer is
+// told of the holding's loss (Lost) as told, with the reason.
+func (s *Session) holdNodeTold(p string, told *HoldEvent) *nodeHold {
+	h := &nodeHold{s: s, done: make(chan struct{}), told: told}
+	var onVoid func(LossReason)
+	if told != nil {
+		h.since = time.Now()
+		onVoid = h.lose
+	}
+	h.lost, h.release = s.hold(onVoid)
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &nodeHold{s: s, lost: lost, release: release, cancel: cancel, done: make(chan struct{})}
+	h.cancel = cancel
 	go h.watch(ctx, s, p)
 	return h
+}
+
+// lose decides that the holding ended by its loss, unless its end was
+// decided already (by drop), and tells the Observer. It runs when the
+// session's holdings are void (under s.mu), or on the watch when someone
+// else deleted the node.
+func (h *nodeHold) lose(why LossReason) {
+	if !h.ended.CompareAndSwap(false, true) || h.told == nil || h.s.obs.Lost == nil {
+		return
+	}
+	ev := *h.told
+	ev.Reason, ev.Held = why, time.Since(h.since)
+	h.s.obs.Lost(ev)
+}
+
+// released tells the Observer that the holder released the holding, if
+// drop found it still held; err is the release's outcome.
+func (h *nodeHold) released(held bool, err error) {
+	if !held || h.told == nil || h.s.obs.Released == nil {
+		return
+	}
+	ev := *h.told
+	ev.Held, ev.Err = time.Since(h.since), err
+	h.s.obs.Released(ev)
 }
 
 func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
@@ -127,6 +179,9 @@ func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
 		rd, err := s.read(ctx, p, reading{op: readData, watch: true, count: &s.stats.holdWatches})
 		w := rd.w
 		if errors.Is(err, zkclient.ErrNoNode) {
+			if !h.dropped.Load() {
+				h.lose(LossDeleted)
+			}
 			h.release()
 			return
 		}
@@ -141,6 +196,9 @@ func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
 				s.stats.holdEvents.Add(1)
 			}
 			if ev.Type == zkclient.EventNodeDeleted || h.dropped.Load() {
+				if !h.dropped.Load() {
+					h.lose(LossDeleted)
+				}
 				h.release()
 				return
 			}
@@ -170,10 +228,12 @@ func (h *nodeHold) end() {
 }
 
 // drop closes lost at once, for a holder about to delete the node itself:
-// the watch stays until the deletion fires it. Follow with settle.
-func (h *nodeHold) drop() {
+// the watch stays until the deletion fires it. Follow with settle. It
+// reports whether the holding was still held: false if it was lost first.
+func (h *nodeHold) drop() (held bool) {
 	h.dropped.Store(true)
 	h.release()
+	return h.ended.CompareAndSwap(false, true)
 }
 
 // settle ends the watch after drop. deleted says the server confirmed the

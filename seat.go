@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
@@ -38,6 +39,9 @@ type seat struct {
 	// void and also when someone else deletes the held node (a lock whose
 	// node an operator removed is no longer exclusive).
 	hold *nodeHold
+
+	queued time.Time // with an Observer: when the acquisition began
+	acq    kind      // what is being acquired
 }
 
 func (st *seat) init(s *Session, path string, kinds []kind, opts []LockOption) {
@@ -69,6 +73,7 @@ func (st *seat) acquire(ctx context.Context, k kind, try bool, op string) error 
 		return errorf("%s %s: %w", op, st.q.dir, ErrBusy)
 	}
 	st.busy, st.reader = true, k.reader
+	st.queue(k)
 	st.mu.Unlock()
 
 	t, err := st.take(ctx, k, try)
@@ -80,13 +85,31 @@ func (st *seat) acquire(ctx context.Context, k kind, try bool, op string) error 
 func (st *seat) settle(t *ticket, err error, op string) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	o := st.q.s.obs
 	if err != nil {
 		st.busy = false
+		if o != nil {
+			tell(o.Abandoned, HoldEvent{Recipe: recipeName(st.acq), Path: st.q.dir, Wait: time.Since(st.queued), Err: err})
+		}
 		return errorf("%s %s: %w", op, st.q.dir, err)
 	}
 	st.held = t
-	st.hold = st.q.s.holdNode(t.path())
+	if o == nil {
+		st.hold = st.q.s.holdNode(t.path())
+		return nil
+	}
+	ev := HoldEvent{Recipe: recipeName(t.kind), Path: st.q.dir, Node: t.path(), Wait: time.Since(st.queued), Token: t.token}
+	st.hold = st.q.s.holdNodeTold(t.path(), &ev)
+	tell(o.Granted, ev)
 	return nil
+}
+
+// queue tells the Observer, if any, that an acquisition of kind k began.
+func (st *seat) queue(k kind) {
+	if o := st.q.s.obs; o != nil {
+		st.queued, st.acq = time.Now(), k
+		tell(o.Queued, HoldEvent{Recipe: recipeName(k), Path: st.q.dir})
+	}
 }
 
 func (st *seat) take(ctx context.Context, k kind, try bool) (*ticket, error) {
@@ -123,16 +146,22 @@ func (st *seat) requeue(ctx context.Context, op string) error {
 	}
 	st.held, st.hold = nil, nil // still busy: acquiring again
 	st.mu.Unlock()
-	h.drop()
+	held := h.drop()
 
 	n, err := t.requeue(ctx, st.data)
 	h.settle(err == nil)
+	released := err
 	if errors.Is(err, ErrConnectionLoss) {
 		// Not applied: release the old node and queue anew, in two writes.
-		if err = t.leave(ctx); err == nil {
+		released = t.leave(ctx)
+		if err = released; err == nil {
 			n, err = st.q.enter(ctx, t.kind, st.data)
 		}
 	}
+	h.released(held, released)
+	st.mu.Lock()
+	st.queue(t.kind)
+	st.mu.Unlock()
 	if err == nil {
 		if err = n.wait(ctx, false); err != nil {
 			n.leave(ctx)
@@ -162,9 +191,10 @@ func (st *seat) leave(ctx context.Context, reader bool, op string) error {
 	st.held, st.hold, st.busy = nil, nil, false
 	st.mu.Unlock()
 
-	h.drop()
+	held := h.drop()
 	err := t.leave(ctx)
 	h.settle(err == nil)
+	h.released(held, err)
 	if err != nil {
 		return errorf("%s %s: %w", op, st.q.dir, err)
 	}

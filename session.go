@@ -29,14 +29,16 @@ type Session struct {
 	acl    []zkclient.ACL
 	strict float64 // strict mode's margin, a fraction of the session timeout; 0: off
 	stats  counters
+	obs    *Observer // nil: none
 
-	mu         sync.Mutex // never held while calling the client: onState runs under the client's lock
-	over       bool       // the session is over
-	holds      map[chan struct{}]struct{}
-	void       bool                          // strict mode: holdings were reported lost and no answer came since
-	subs       []*stream.Queue[SessionEvent] // see States
-	lostTold   bool                          // Lost was told and neither Reconnected nor the end since
-	final      *SessionEvent                 // the final state, once told
+	mu         sync.Mutex                         // never held while calling the client: onState runs under the client's lock
+	over       bool                               // the session is over
+	holds      map[chan struct{}]func(LossReason) // see hold
+	voided     LossReason                         // why the holdings were last void
+	void       bool                               // strict mode: holdings were reported lost and no answer came since
+	subs       []*stream.Queue[SessionEvent]      // see States
+	lostTold   bool                               // Lost was told and neither Reconnected nor the end since
+	final      *SessionEvent                      // the final state, once told
 	strictDone chan struct{}
 	rearm      chan struct{}  // strict mode: the timeout may have changed (a reconnection)
 	background sync.WaitGroup // deletes that outlived their caller (see removeLater)
@@ -50,6 +52,7 @@ type sessionConfig struct {
 	acl    []zkclient.ACL
 	strict float64
 	client []zkclient.Option
+	obs    *Observer
 }
 
 // WithLogger sends the session's life events (connected, suspended,
@@ -157,7 +160,8 @@ func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*
 		log:    cfg.log,
 		acl:    cfg.acl,
 		strict: cfg.strict,
-		holds:  make(map[chan struct{}]struct{}),
+		obs:    cfg.obs,
+		holds:  make(map[chan struct{}]func(LossReason)),
 		rearm:  make(chan struct{}, 1),
 	}
 	copts := append([]zkclient.Option{
@@ -222,7 +226,7 @@ func (s *Session) Close() error {
 	// it, before its answer comes back: every holding is void from now.
 	s.mu.Lock()
 	s.over = true
-	s.voidHoldsLocked()
+	s.voidHoldsLocked(LossClosed)
 	s.mu.Unlock()
 	err := s.c.Close()
 	if s.strictDone != nil {
@@ -243,7 +247,11 @@ func (s *Session) onState(ev zkclient.StateEvent) {
 	case ev.State.Final():
 		s.mu.Lock()
 		s.over = true
-		s.voidHoldsLocked()
+		why := LossClosed
+		if ev.State == zkclient.StateExpired {
+			why = LossExpired
+		}
+		s.voidHoldsLocked(why)
 		s.tellLostLocked()
 		s.final = &out
 		s.tellLocked(out)

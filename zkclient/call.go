@@ -17,10 +17,19 @@ type call struct {
 	err    error
 	decode func(*jute.Decoder) error // reads the reply body; on the reader goroutine
 	onDone func(err error)           // runs once, before done is closed
+
+	c                    *Client   // with obs: for the clock
+	obs                  *Observer // told of the end; nil when there is none
+	start                int64     // client clock at newCall, with obs
+	sentBytes, readBytes int32     // frame sizes, for obs
 }
 
 func (c *Client) newCall(op int32, path string) *call {
-	return &call{op: op, path: path, done: make(chan struct{})}
+	cl := &call{op: op, path: path, done: make(chan struct{})}
+	if o := c.cfg.obs; o != nil {
+		cl.c, cl.obs, cl.start = c, o, c.now()
+	}
+	return cl
 }
 
 // complete records the outcome; it is called exactly once per call.
@@ -29,6 +38,7 @@ func (cl *call) complete(err error) {
 	if cl.onDone != nil {
 		cl.onDone(err)
 	}
+	cl.observe(err)
 	close(cl.done)
 }
 

@@ -304,6 +304,9 @@ func (c *Client) setStateLocked(st State, err error) {
 	for _, f := range c.cfg.onState {
 		f(ev)
 	}
+	if o := c.cfg.obs; o != nil && o.State != nil {
+		o.State(ev)
+	}
 }
 
 // finish ends the session with the final state st and reason err (kept if
@@ -430,7 +433,11 @@ func (c *Client) dialRound(ctx context.Context, first bool) (*conn, error) {
 			addr := c.servers[c.next%len(c.servers)]
 			c.next++
 			c.mu.Unlock()
+			started := time.Now()
 			cn, err := c.open(ctx, addr)
+			if o := c.cfg.obs; o != nil && o.Connect != nil {
+				o.Connect(ConnEvent{Server: addr, Err: err, Latency: time.Since(started)})
+			}
 			if err == nil {
 				return cn, nil
 			}

@@ -63,7 +63,11 @@ func (c *Client) open(ctx context.Context, addr string) (*conn, error) {
 			return nil, err
 		}
 	}
+	dialed := time.Now()
 	nc, err := c.dialAddr(ctx, addr)
+	if o := c.cfg.obs; o != nil && o.Dial != nil {
+		o.Dial(ConnEvent{Server: addr, Err: err, Latency: time.Since(dialed)})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -253,6 +257,7 @@ func (cn *conn) enqueue(r *jute.Request, cl *call, before func()) {
 	} else {
 		cl.xid = r.Xid
 		cl.sent = cn.c.now()
+		cl.sentBytes = int32(len(cn.out) - n)
 		cn.pending = append(cn.pending, cl)
 	}
 	if before != nil {
@@ -341,6 +346,9 @@ func (cn *conn) fail(err error) {
 	cn.mu.Unlock()
 	cn.nc.Close()
 	if cn.c != nil {
+		if o := cn.c.cfg.obs; o != nil && o.Drop != nil {
+			o.Drop(ConnEvent{Server: cn.addr, Err: err})
+		}
 		// Suspended before any caller learns of the loss, so that a
 		// caller who waits for the connection to come back (and then
 		// sends again) does not find this dead one still up.
@@ -551,6 +559,7 @@ func (cn *conn) handle(p []byte) error {
 	}
 	c.confirm(cl.sent)
 	cl.zxid = h.Zxid
+	cl.readBytes = int32(len(p) + 4)
 	if h.Err != 0 {
 		code := Code(h.Err)
 		if code == ErrSessionExpired {

@@ -34,6 +34,7 @@ type config struct {
 	shuffle        bool
 	onState        []func(StateEvent)
 	pingFraction   float64
+	obs            *Observer
 }
 
 type authInfo struct {

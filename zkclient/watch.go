@@ -301,6 +301,9 @@ func (t *watchTable) dispatch(c *Client, ev jute.WatcherEvent) {
 	c.notified.Add(1)
 	typ := EventType(ev.Type)
 	e := Event{Type: typ, Path: c.fromServer(ev.Path)}
+	if o := c.cfg.obs; o != nil && o.Watch != nil {
+		o.Watch(e)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fire := func(k watchKind) {

@@ -1,0 +1,221 @@
+// Package prometheus exports the metrics of zkrecipes sessions and their
+// clients to Prometheus, through the observers of the zkclient and
+// zkrecipes packages.
+//
+//	m, err := prometheus.New(prom.DefaultRegisterer, prometheus.Options{})
+//	...
+//	s, err := zkrecipes.Connect(ctx, servers, m.SessionOptions()...)
+//
+// One Metrics may serve any number of sessions: their counts add up. Its
+// labels are bounded: request metrics are labelled by operation and
+// outcome code, recipe metrics by recipe kind and by a path label that
+// Options.PathLabel derives from the recipe's path (by default the same
+// value, "all", for every path: raw paths would give one series per lock).
+//
+// The metrics and suggested alerts are described in docs/metrics.md.
+package prometheus
+
+import (
+	"errors"
+
+	prom "github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
+)
+
+// Options configures Metrics.
+type Options struct {
+	// Namespace prefixes every metric name (default "zkrecipes").
+	Namespace string
+
+	// PathLabel maps a recipe's path to the value of the "path" label. It
+	// must return few distinct values (a prefix, a lock's role); by
+	// default every path is "all".
+	PathLabel func(path string) string
+
+	// Buckets are the histograms' bucket bounds, in seconds (default
+	// prometheus.DefBuckets, 5ms to 10s).
+	Buckets []float64
+}
+
+// Metrics holds the collectors, registered on the Registerer given to
+// [New], and the observers that feed them.
+type Metrics struct {
+	pathLabel func(string) string
+
+	requestSeconds *prom.HistogramVec // op
+	requests       *prom.CounterVec   // op, code
+	bytes          *prom.CounterVec   // direction
+	dials          *prom.CounterVec   // outcome
+	connects       *prom.CounterVec   // outcome
+	drops          prom.Counter
+	reconnects     prom.Counter
+	expiries       prom.Counter
+	watchEvents    prom.Counter
+
+	waitSeconds *prom.HistogramVec // recipe, path
+	waiting     *prom.GaugeVec     // recipe, path
+	holdings    *prom.GaugeVec     // recipe, path
+	abandoned   *prom.CounterVec   // recipe, path
+	losses      *prom.CounterVec   // recipe, path, reason
+	unconfirmed *prom.CounterVec   // recipe, path
+}
+
+// New creates the metrics and registers them on reg.
+func New(reg prom.Registerer, opts Options) (*Metrics, error) {
+	ns := opts.Namespace
+	if ns == "" {
+		ns = "zkrecipes"
+	}
+	buckets := opts.Buckets
+	if buckets == nil {
+		buckets = prom.DefBuckets
+	}
+	m := &Metrics{pathLabel: opts.PathLabel}
+	if m.pathLabel == nil {
+		m.pathLabel = func(string) string { return "all" }
+	}
+	recipe := []string{"recipe", "path"}
+	m.requestSeconds = prom.NewHistogramVec(prom.HistogramOpts{Namespace: ns, Subsystem: "client", Name: "request_duration_seconds",
+		Help: "Time from a ZooKeeper request's call to its end, by operation.", Buckets: buckets}, []string{"op"})
+	m.requests = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Subsystem: "client", Name: "requests_total",
+		Help: "ZooKeeper requests ended, by operation and outcome code."}, []string{"op", "code"})
+	m.bytes = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Subsystem: "client", Name: "bytes_total",
+		Help: "Bytes of request (sent) and reply (read) frames."}, []string{"direction"})
+	m.dials = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Subsystem: "client", Name: "dials_total",
+		Help: "Network connections attempted to a ZooKeeper server, by outcome."}, []string{"outcome"})
+	m.connects = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Subsystem: "client", Name: "connects_total",
+		Help: "Attempts to establish the session on a server, by outcome."}, []string{"outcome"})
+	m.drops = prom.NewCounter(prom.CounterOpts{Namespace: ns, Subsystem: "client", Name: "connection_drops_total",
+		Help: "Established connections that ended (lost, or the session's end)."})
+	m.reconnects = prom.NewCounter(prom.CounterOpts{Namespace: ns, Subsystem: "client", Name: "reconnects_total",
+		Help: "Sessions that came back on a new connection after a loss."})
+	m.expiries = prom.NewCounter(prom.CounterOpts{Namespace: ns, Subsystem: "client", Name: "session_expiries_total",
+		Help: "Sessions expired by the server."})
+	m.watchEvents = prom.NewCounter(prom.CounterOpts{Namespace: ns, Subsystem: "client", Name: "watch_events_total",
+		Help: "Watch notifications delivered by the server."})
+	m.waitSeconds = prom.NewHistogramVec(prom.HistogramOpts{Namespace: ns, Name: "wait_seconds",
+		Help: "Time from the start of an acquisition (Lock, RLock, Campaign) to its grant.", Buckets: buckets}, recipe)
+	m.waiting = prom.NewGaugeVec(prom.GaugeOpts{Namespace: ns, Name: "waiting",
+		Help: "Contenders acquiring and not yet granted."}, recipe)
+	m.holdings = prom.NewGaugeVec(prom.GaugeOpts{Namespace: ns, Name: "holdings",
+		Help: "Locks and leaderships held."}, recipe)
+	m.abandoned = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "abandoned_total",
+		Help: "Acquisitions that ended without a grant (TryLock refused, canceled, failed)."}, recipe)
+	m.losses = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "losses_total",
+		Help: "Holdings lost while held, by reason (expired, closed, strict, deleted)."}, append(recipe, "reason"))
+	m.unconfirmed = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "releases_unconfirmed_total",
+		Help: "Releases the server did not confirm in time (the node may linger until deleted in the background)."}, recipe)
+	for _, c := range []prom.Collector{m.requestSeconds, m.requests, m.bytes, m.dials, m.connects, m.drops,
+		m.reconnects, m.expiries, m.watchEvents, m.waitSeconds, m.waiting, m.holdings, m.abandoned, m.losses, m.unconfirmed} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// SessionOptions returns the options that connect a Session's recipes and
+// its client to m.
+func (m *Metrics) SessionOptions() []zkrecipes.SessionOption {
+	return []zkrecipes.SessionOption{
+		zkrecipes.WithObserver(m.RecipeObserver()),
+		zkrecipes.WithClientOptions(zkclient.WithObserver(m.ClientObserver())),
+	}
+}
+
+// ClientObserver returns an observer that feeds m's client metrics, for a
+// zkclient.Client used without a Session.
+func (m *Metrics) ClientObserver() *zkclient.Observer {
+	return &zkclient.Observer{
+		Request: func(e zkclient.RequestEvent) {
+			m.requestSeconds.WithLabelValues(e.Op).Observe(e.Latency.Seconds())
+			m.requests.WithLabelValues(e.Op, codeLabel(e.Err)).Inc()
+			m.bytes.WithLabelValues("sent").Add(float64(e.Sent))
+			m.bytes.WithLabelValues("read").Add(float64(e.Read))
+		},
+		Dial:    func(e zkclient.ConnEvent) { m.dials.WithLabelValues(outcome(e.Err)).Inc() },
+		Connect: func(e zkclient.ConnEvent) { m.connects.WithLabelValues(outcome(e.Err)).Inc() },
+		Drop:    func(zkclient.ConnEvent) { m.drops.Inc() },
+		State: func(e zkclient.StateEvent) {
+			switch e.State {
+			case zkclient.StateReconnected:
+				m.reconnects.Inc()
+			case zkclient.StateExpired:
+				m.expiries.Inc()
+			}
+		},
+		Watch: func(zkclient.Event) { m.watchEvents.Inc() },
+	}
+}
+
+// RecipeObserver returns an observer that feeds m's recipe metrics.
+func (m *Metrics) RecipeObserver() *zkrecipes.Observer {
+	labels := func(e zkrecipes.HoldEvent) (string, string) { return e.Recipe, m.pathLabel(e.Path) }
+	return &zkrecipes.Observer{
+		Queued: func(e zkrecipes.HoldEvent) { m.waiting.WithLabelValues(labels(e)).Inc() },
+		Granted: func(e zkrecipes.HoldEvent) {
+			r, p := labels(e)
+			m.waiting.WithLabelValues(r, p).Dec()
+			m.holdings.WithLabelValues(r, p).Inc()
+			m.waitSeconds.WithLabelValues(r, p).Observe(e.Wait.Seconds())
+		},
+		Abandoned: func(e zkrecipes.HoldEvent) {
+			r, p := labels(e)
+			m.waiting.WithLabelValues(r, p).Dec()
+			m.abandoned.WithLabelValues(r, p).Inc()
+		},
+		Released: func(e zkrecipes.HoldEvent) {
+			r, p := labels(e)
+			m.holdings.WithLabelValues(r, p).Dec()
+			if errors.Is(e.Err, zkrecipes.ErrReleaseUnconfirmed) {
+				m.unconfirmed.WithLabelValues(r, p).Inc()
+			}
+		},
+		Lost: func(e zkrecipes.HoldEvent) {
+			r, p := labels(e)
+			m.holdings.WithLabelValues(r, p).Dec()
+			m.losses.WithLabelValues(r, p, string(e.Reason)).Inc()
+		},
+	}
+}
+
+func outcome(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}
+
+// codeNames are the values of the "code" label: ZooKeeper's codes a
+// recipe meets, by the names of its Java client's KeeperException.Code.
+var codeNames = map[zkclient.Code]string{
+	zkclient.ErrNoNode:         "NONODE",
+	zkclient.ErrNodeExists:     "NODEEXISTS",
+	zkclient.ErrBadVersion:     "BADVERSION",
+	zkclient.ErrNotEmpty:       "NOTEMPTY",
+	zkclient.ErrNoAuth:         "NOAUTH",
+	zkclient.ErrConnectionLoss: "CONNECTIONLOSS",
+	zkclient.ErrSessionExpired: "SESSIONEXPIRED",
+	zkclient.ErrSessionMoved:   "SESSIONMOVED",
+	zkclient.ErrNoWatcher:      "NOWATCHER",
+	zkclient.ErrThrottled:      "THROTTLEDOP",
+}
+
+// codeLabel returns a request outcome's "code" label: OK, a name of
+// codeNames, CLOSED for a closed session, or OTHER.
+func codeLabel(err error) string {
+	var c zkclient.Code
+	switch {
+	case err == nil:
+		return "OK"
+	case errors.As(err, &c):
+		if s, ok := codeNames[c]; ok {
+			return s
+		}
+	case errors.Is(err, zkclient.ErrClosed):
+		return "CLOSED"
+	}
+	return "OTHER"
+}

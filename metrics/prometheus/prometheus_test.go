@@ -1,0 +1,371 @@
+package prometheus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	prom "github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// One real ZooKeeper serves the package; each test works under a path of
+// its own.
+var (
+	shared    *zktest.Cluster
+	sharedErr error
+)
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(90*time.Second))
+	shared, sharedErr = zktest.Start(ctx, zktest.Options{})
+	cancel()
+	code := m.Run()
+	if code == 0 && shared != nil {
+		if err := zktest.NoSessions(shared.Addr(0), 10*time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, "metrics/prometheus tests:", err)
+			code = 1
+		}
+	}
+	if shared != nil {
+		shared.Close()
+	}
+	if code == 0 {
+		if err := zktest.FindLeaks(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// env is one test's metrics, on a registry of its own, and its path.
+type env struct {
+	t    *testing.T
+	ctx  context.Context
+	reg  *prom.Registry
+	m    *Metrics
+	base string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	zktest.SkipOrFail(t, sharedErr)
+	zktest.CheckLeaks(t)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(60*time.Second))
+	t.Cleanup(cancel)
+	reg := prom.NewRegistry()
+	m, err := New(reg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, ctx: ctx, reg: reg, m: m, base: fmt.Sprintf("/metrics-%s-%d", t.Name(), time.Now().UnixNano())}
+	t.Cleanup(func() {
+		c, err := zkclient.Connect(context.Background(), []string{shared.Addr(0)})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		deleteTree(t, c, e.base)
+	})
+	return e
+}
+
+func deleteTree(t *testing.T, c *zkclient.Client, p string) {
+	ctx := context.Background()
+	kids, _, err := c.Children(ctx, p)
+	if errors.Is(err, zkclient.ErrNoNode) {
+		return
+	}
+	for _, k := range kids {
+		deleteTree(t, c, p+"/"+k)
+	}
+	if err := c.Delete(ctx, p, -1); err != nil && !errors.Is(err, zkclient.ErrNoNode) {
+		t.Errorf("delete %s: %v", p, err)
+	}
+}
+
+// session connects a Session observed by e's metrics to addr, closed when
+// the test ends.
+func (e *env) session(addr string) *zkrecipes.Session {
+	e.t.Helper()
+	opts := append(e.m.SessionOptions(), zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(zktest.Bound(4*time.Second))))
+	s, err := zkrecipes.NewSession(e.ctx, []string{addr}, opts...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// value reads one series back through the registry (the text exposition's
+// source): the value of the gauge or counter, or the sample count of the
+// histogram, named with these label values; 0 if there is no such series.
+func (e *env) value(name string, labels ...string) float64 {
+	e.t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, s := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, l := range s.GetLabel() {
+					if l.GetName() == labels[i] && l.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue series
+				}
+			}
+			switch {
+			case s.Counter != nil:
+				return s.Counter.GetValue()
+			case s.Gauge != nil:
+				return s.Gauge.GetValue()
+			case s.Histogram != nil:
+				return float64(s.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return 0
+}
+
+// await waits until value(name, labels...) is want.
+func (e *env) await(want float64, name string, labels ...string) {
+	e.t.Helper()
+	zktest.Eventually(e.t, 20*time.Second, fmt.Sprintf("%s%v = %v", name, labels, want), func() error {
+		if v := e.value(name, labels...); v != want {
+			return fmt.Errorf("it is %v", v)
+		}
+		return nil
+	})
+}
+
+func (e *env) expect(want float64, name string, labels ...string) {
+	e.t.Helper()
+	if v := e.value(name, labels...); v != want {
+		e.t.Errorf("%s%v = %v, want %v", name, labels, v, want)
+	}
+}
+
+func TestContendedLock(t *testing.T) {
+	e := newEnv(t)
+	p := e.base + "/lock"
+	a := zkrecipes.NewMutex(e.session(shared.Addr(0)), p)
+	b := zkrecipes.NewMutex(e.session(shared.Addr(0)), p)
+	if err := a.Lock(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(1, "zkrecipes_holdings", "recipe", "mutex", "path", "all")
+	e.expect(1, "zkrecipes_wait_seconds", "recipe", "mutex")
+	done := make(chan error, 1)
+	go func() { done <- b.Lock(e.ctx) }()
+	e.await(1, "zkrecipes_waiting", "recipe", "mutex")
+	if err := a.Unlock(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	e.expect(0, "zkrecipes_waiting", "recipe", "mutex")
+	e.expect(1, "zkrecipes_holdings", "recipe", "mutex")
+	e.expect(2, "zkrecipes_wait_seconds", "recipe", "mutex")
+	if err := b.Unlock(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(0, "zkrecipes_holdings", "recipe", "mutex")
+	e.expect(0, "zkrecipes_losses_total")
+
+	// The exposition, through the registry as a scrape sees it: the
+	// second grant waited at least as long as the first held, and a
+	// TryLock refused while b held is abandoned.
+	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(`
+# HELP zkrecipes_holdings Locks and leaderships held.
+# TYPE zkrecipes_holdings gauge
+zkrecipes_holdings{path="all",recipe="mutex"} 0
+# HELP zkrecipes_waiting Contenders acquiring and not yet granted.
+# TYPE zkrecipes_waiting gauge
+zkrecipes_waiting{path="all",recipe="mutex"} 0
+`), "zkrecipes_holdings", "zkrecipes_waiting"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(e.m.requestSeconds); n == 0 {
+		t.Error("no request latency series")
+	}
+	if v := testutil.ToFloat64(e.m.requests.WithLabelValues("create", "OK")); v < 2 {
+		t.Errorf("create requests OK: %v, want at least 2", v)
+	}
+}
+
+func TestTryLockAbandoned(t *testing.T) {
+	e := newEnv(t)
+	p := e.base + "/lock"
+	a := zkrecipes.NewMutex(e.session(shared.Addr(0)), p)
+	b := zkrecipes.NewMutex(e.session(shared.Addr(0)), p)
+	if err := a.Lock(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.TryLock(e.ctx); !errors.Is(err, zkrecipes.ErrLocked) {
+		t.Fatalf("TryLock: %v", err)
+	}
+	e.expect(1, "zkrecipes_abandoned_total", "recipe", "mutex")
+	e.expect(0, "zkrecipes_waiting", "recipe", "mutex")
+	e.expect(1, "zkrecipes_holdings", "recipe", "mutex")
+	if err := a.Unlock(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	e := newEnv(t)
+	s := e.session(shared.Addr(0))
+	m := zkrecipes.NewMutex(s, e.base+"/lock")
+	if err := m.Lock(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	id, pw := s.Credentials()
+	if err := zktest.ExpireSession(e.ctx, shared.Addr(0), id, pw); err != nil {
+		t.Fatal(err)
+	}
+	<-m.Lost()
+	e.await(1, "zkrecipes_client_session_expiries_total")
+	e.await(1, "zkrecipes_losses_total", "recipe", "mutex", "reason", "expired")
+	e.expect(0, "zkrecipes_holdings", "recipe", "mutex")
+	// Unlocking what was lost is not a second end.
+	m.Unlock(e.ctx)
+	e.expect(0, "zkrecipes_holdings", "recipe", "mutex")
+	e.expect(1, "zkrecipes_losses_total")
+}
+
+func TestNodeDeleted(t *testing.T) {
+	e := newEnv(t)
+	p := e.base + "/lock"
+	m := zkrecipes.NewMutex(e.session(shared.Addr(0)), p)
+	if err := m.Lock(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := e.session(shared.Addr(0)).Client()
+	kids, _, err := other.Children(e.ctx, p)
+	if err != nil || len(kids) != 1 {
+		t.Fatalf("children of %s: %v, %v", p, kids, err)
+	}
+	if err := other.Delete(e.ctx, p+"/"+kids[0], -1); err != nil {
+		t.Fatal(err)
+	}
+	<-m.Lost()
+	e.await(1, "zkrecipes_losses_total", "recipe", "mutex", "reason", "deleted")
+	e.expect(0, "zkrecipes_holdings", "recipe", "mutex")
+	m.Unlock(e.ctx)
+	e.expect(0, "zkrecipes_holdings", "recipe", "mutex")
+}
+
+func TestCutConnection(t *testing.T) {
+	e := newEnv(t)
+	px := zktest.NewProxyT(t, shared.Addr(0))
+	s := e.session(px.Addr())
+	e.expect(1, "zkrecipes_client_dials_total", "outcome", "ok")
+	e.expect(1, "zkrecipes_client_connects_total", "outcome", "ok")
+	px.Cut()
+	e.await(1, "zkrecipes_client_reconnects_total")
+	e.expect(1, "zkrecipes_client_connection_drops_total")
+	e.expect(2, "zkrecipes_client_connects_total", "outcome", "ok")
+	e.expect(0, "zkrecipes_client_session_expiries_total")
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPathLabel(t *testing.T) {
+	reg := prom.NewRegistry()
+	m, err := New(reg, Options{PathLabel: func(p string) string { return strings.SplitN(p, "/", 3)[1] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := m.RecipeObserver()
+	o.Queued(zkrecipes.HoldEvent{Recipe: "mutex", Path: "/jobs/a"})
+	o.Queued(zkrecipes.HoldEvent{Recipe: "mutex", Path: "/jobs/b"})
+	if v := testutil.ToFloat64(m.waiting.WithLabelValues("mutex", "jobs")); v != 2 {
+		t.Errorf("waiting on jobs: %v, want 2", v)
+	}
+	if _, err := New(reg, Options{}); err == nil {
+		t.Error("registering twice on one registry succeeded")
+	}
+}
+
+func TestStrictLoss(t *testing.T) {
+	e := newEnv(t)
+	px := zktest.NewProxyT(t, shared.Addr(0))
+	opts := append(e.m.SessionOptions(), zkrecipes.WithStrict(),
+		zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(zktest.Bound(4*time.Second))))
+	s, err := zkrecipes.NewSession(e.ctx, []string{px.Addr()}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	m := zkrecipes.NewMutex(s, e.base+"/lock")
+	if err := m.Lock(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	px.PauseReplies()
+	<-m.Lost()
+	e.await(1, "zkrecipes_losses_total", "recipe", "mutex", "reason", "strict")
+	e.expect(0, "zkrecipes_holdings", "recipe", "mutex")
+	px.Pass()
+	m.Unlock(e.ctx)
+	e.expect(1, "zkrecipes_losses_total")
+}
+
+// BenchmarkLockUnlock is an uncontended Lock and Unlock without and with
+// the adapter (its observers on the client and the recipes). Run the two
+// in interleaved rounds (-count) to compare them on a busy machine.
+func BenchmarkLockUnlock(b *testing.B) {
+	zktest.SkipOrFail(b, sharedErr)
+	for _, name := range []string{"none", "prometheus"} {
+		b.Run(name, func(b *testing.B) {
+			var opts []zkrecipes.SessionOption
+			if name == "prometheus" {
+				m, err := New(prom.NewRegistry(), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				opts = m.SessionOptions()
+			}
+			s, err := zkrecipes.NewSession(b.Context(), []string{shared.Addr(0)}, opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			p := fmt.Sprintf("/metrics-bench-%d", time.Now().UnixNano())
+			m := zkrecipes.NewMutex(s, p)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := m.Lock(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+				if err := m.Unlock(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if err := s.Client().Delete(context.Background(), p, -1); err != nil && !errors.Is(err, zkclient.ErrNoNode) {
+				b.Error(err)
+			}
+		})
+	}
+}
