@@ -303,19 +303,26 @@ func (it *QueueItem) Consume(ctx context.Context) error {
 	err := it.consume(ctx)
 	it.h.end()
 	if err != nil {
-		if it.q.s.Err() == nil {
-			// Not confirmed (no answer within the session timeout): the
-			// item may still be there, locked by a session that lives on
-			// and no longer works on it. Give it back once the server
-			// answers, or the next consumer waits for this session's end.
-			it.q.unlockLater(it.name)
-			if !errors.Is(err, ErrNodeLost) {
-				err = fmt.Errorf("%w: giving the item back in the background (%w)", ErrReleaseUnconfirmed, err)
-			}
-		}
-		return errorf("consume %s/%s: %w", it.q.entries, it.name, err)
+		return errorf("consume %s/%s: %w", it.q.entries, it.name, it.giveBackLater(err))
 	}
 	return nil
+}
+
+// giveBackLater follows a Consume or Release that failed with err: while
+// the session lives, the item may still be locked by it, though it no
+// longer works on the item, so the lock is deleted in the background once
+// the server answers (or the next consumer would wait for this session's
+// end). The error it returns wraps ErrReleaseUnconfirmed, unless err says
+// the lock was lost before (ErrNodeLost).
+func (it *QueueItem) giveBackLater(err error) error {
+	if it.q.s.Err() != nil {
+		return err
+	}
+	it.q.unlockLater(it.name)
+	if errors.Is(err, ErrNodeLost) {
+		return err
+	}
+	return fmt.Errorf("%w: giving the item back in the background (%w)", ErrReleaseUnconfirmed, err)
 }
 
 func (it *QueueItem) consume(ctx context.Context) error {
@@ -372,11 +379,7 @@ func (it *QueueItem) Release(ctx context.Context) error {
 	}
 	it.h.end()
 	if err := it.unlock(ctx); err != nil {
-		if it.q.s.Err() == nil {
-			it.q.unlockLater(it.name)
-			err = fmt.Errorf("%w: giving the item back in the background (%w)", ErrReleaseUnconfirmed, err)
-		}
-		return errorf("release %s/%s: %w", it.q.entries, it.name, err)
+		return errorf("release %s/%s: %w", it.q.entries, it.name, it.giveBackLater(err))
 	}
 	return nil
 }
