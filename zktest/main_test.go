@@ -63,7 +63,7 @@ func connectZK(t *testing.T, addrs ...string) *zkclient.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), Bound(10*time.Second))
 	defer cancel()
-	conn, err := zkclient.Connect(ctx, addrs, zkclient.WithSessionTimeout(10*time.Second))
+	conn, err := zkclient.Connect(ctx, addrs, zkclient.WithSessionTimeout(Bound(10*time.Second)))
 	if err != nil {
 		t.Fatal(err)
 	}
