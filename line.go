@@ -80,6 +80,7 @@ type ticket struct {
 	q     *line
 	kind  kind
 	token int64 // fencing token, set when it holds (see wait)
+	ahead int   // contenders ahead of it at its first listing (see wait)
 }
 
 // enter creates a node of kind k with data in the line. On error nothing of
@@ -124,7 +125,7 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 		}
 		return fmt.Errorf("%w: %s", ErrNodeLost, t.path())
 	}
-	for {
+	for first := true; ; first = false {
 		kids, parent, err := t.list(ctx)
 		if err != nil {
 			return err
@@ -135,6 +136,9 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 		}
 		if !p.listed {
 			return lost()
+		}
+		if first {
+			t.ahead = p.ahead
 		}
 		if p.blocker == "" {
 			t.token = parent.Pzxid
@@ -153,6 +157,7 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 type place struct {
 	listed  bool   // the ticket's node is in the listing
 	blocker string // the nearest earlier contender that blocks it; "" if none: it holds
+	ahead   int    // contenders listed before it, blocking it or not
 }
 
 // locate finds the ticket's place in a listing in one pass, without sorting
@@ -176,8 +181,11 @@ func (t *ticket) locate(kids []string) (place, error) {
 			return place{}, fmt.Errorf("%w under %s (node %s)", ErrSequenceWrapped, t.q.dir, k)
 		case k == t.name:
 			p.listed = true
-		case c.seq < me.seq && c.seq > nearest && blocks(c, me.reader):
-			nearest, p.blocker = c.seq, k
+		case c.seq < me.seq:
+			p.ahead++
+			if c.seq > nearest && blocks(c, me.reader) {
+				nearest, p.blocker = c.seq, k
+			}
 		}
 	}
 	return p, nil

@@ -1,6 +1,9 @@
 package zkrecipes
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Observer is told of the life of each contender of a Mutex, an RWMutex
 // or an Election, for metrics and tracing. Every field is optional: a nil
@@ -33,15 +36,25 @@ type Observer struct {
 }
 
 // HoldEvent is one step of a contender's life, for Observer.
+//
+// Context is the context given to the call that began the acquisition
+// (Lock, Campaign, ...), on every event of that acquisition and of the
+// holding it granted, so that a tracing adapter can make the span of the
+// wait a child of the caller's span. An event told after the call returned
+// (Released, Lost) may carry a context that is done by then: use its
+// values, not its deadline. Wait and Held let an adapter give a span its
+// true start without keeping state between events.
 type HoldEvent struct {
-	Recipe string        // "mutex", "read" or "write" (RWMutex), "election"
-	Path   string        // the recipe's path
-	Node   string        // the contender's node, once queued (Granted, Released, Lost)
-	Wait   time.Duration // from Queued to Granted or Abandoned
-	Held   time.Duration // from Granted to Released or Lost
-	Token  int64         // the fencing token of the grant
-	Reason LossReason    // why it was lost
-	Err    error
+	Context context.Context
+	Recipe  string        // "mutex", "read" or "write" (RWMutex), "election"
+	Path    string        // the recipe's path
+	Node    string        // the contender's node, once queued (Granted, Released, Lost)
+	Ahead   int           // contenders queued before it when it first looked (Granted and after)
+	Wait    time.Duration // from Queued to Granted or Abandoned
+	Held    time.Duration // from Granted to Released or Lost
+	Token   int64         // the fencing token of the grant
+	Reason  LossReason    // why it was lost
+	Err     error
 }
 
 // LossReason says why a holding was lost.

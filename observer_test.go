@@ -25,7 +25,8 @@ func (l *holdLog) observer() *zkrecipes.Observer {
 			line := fmt.Sprintf("%s %s", what, e.Recipe)
 			switch what {
 			case "granted":
-				line += fmt.Sprintf(" token:%v node:%v", e.Token > 0, strings.HasPrefix(e.Node, e.Path+"/"))
+				line += fmt.Sprintf(" token:%v node:%v ahead:%d ctx:%v", e.Token > 0, strings.HasPrefix(e.Node, e.Path+"/"),
+					e.Ahead, e.Context != nil && e.Context.Value(callerKey{}) == "caller")
 			case "released":
 				line += fmt.Sprintf(" err:%v", e.Err)
 			case "lost":
@@ -39,6 +40,10 @@ func (l *holdLog) observer() *zkrecipes.Observer {
 	return &zkrecipes.Observer{Queued: add("queued"), Granted: add("granted"), Abandoned: add("abandoned"),
 		Released: add("released"), Lost: add("lost")}
 }
+
+// callerKey marks the context of the calls TestObserverLife makes, which
+// the events must carry.
+type callerKey struct{}
 
 func (l *holdLog) take() string {
 	l.mu.Lock()
@@ -55,7 +60,7 @@ func TestObserverLife(t *testing.T) {
 	e := newEnv(t)
 	var l holdLog
 	s := e.session(zkrecipes.WithObserver(l.observer()))
-	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(30*time.Second))
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), callerKey{}, "caller"), zktest.Bound(30*time.Second))
 	defer cancel()
 	step := func(what, want string, err error) {
 		t.Helper()
@@ -68,16 +73,33 @@ func TestObserverLife(t *testing.T) {
 	}
 
 	m := zkrecipes.NewMutex(s, e.path+"/lock")
-	step("Lock", "queued mutex; granted mutex token:true node:true", m.Lock(ctx))
-	step("Requeue", "released mutex err:<nil>; queued mutex; granted mutex token:true node:true", m.Requeue(ctx))
-	step("Unlock", "released mutex err:<nil>", m.Unlock(ctx))
+	step("Lock", "queued mutex; granted mutex token:true node:true ahead:0 ctx:true", m.Lock(ctx))
+	step("Requeue", "released mutex err:<nil>; queued mutex; granted mutex token:true node:true ahead:0 ctx:true", m.Requeue(ctx))
+
+	// A second contender queues behind the holder: one ahead of it.
+	m2 := zkrecipes.NewMutex(s, e.path+"/lock")
+	locked := make(chan error, 1)
+	go func() { locked <- m2.Lock(ctx) }()
+	zktest.Eventually(t, 10*time.Second, "the second contender's node", func() error {
+		n, _, err := s.Client().Children(ctx, e.path+"/lock")
+		if err == nil && len(n) < 2 {
+			err = fmt.Errorf("%d contenders, want 2", len(n))
+		}
+		return err
+	})
+	step("Lock behind", "queued mutex", nil)
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	step("Unlock, then the waiter", "released mutex err:<nil>; granted mutex token:true node:true ahead:1 ctx:true", <-locked)
+	step("Unlock", "released mutex err:<nil>", m2.Unlock(ctx))
 
 	rw := zkrecipes.NewRWMutex(s, e.path+"/rw")
-	step("RLock", "queued read; granted read token:true node:true", rw.RLock(ctx))
+	step("RLock", "queued read; granted read token:true node:true ahead:0 ctx:true", rw.RLock(ctx))
 	step("RUnlock", "released read err:<nil>", rw.RUnlock(ctx))
 
 	el := zkrecipes.NewElection(s, e.path+"/elect", "me")
-	step("Campaign", "queued election; granted election token:true node:true", el.Campaign(ctx))
+	step("Campaign", "queued election; granted election token:true node:true ahead:0 ctx:true", el.Campaign(ctx))
 
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

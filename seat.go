@@ -73,23 +73,23 @@ func (st *seat) acquire(ctx context.Context, k kind, try bool, op string) error 
 		return errorf("%s %s: %w", op, st.q.dir, ErrBusy)
 	}
 	st.busy, st.reader = true, k.reader
-	st.queue(k)
+	st.queue(ctx, k)
 	st.mu.Unlock()
 
 	t, err := st.take(ctx, k, try)
-	return st.settle(t, err, op)
+	return st.settle(ctx, t, err, op)
 }
 
 // settle ends an acquisition: t holds, and its loss is watched for from
 // now on, or the acquisition failed with err and the seat is idle.
-func (st *seat) settle(t *ticket, err error, op string) error {
+func (st *seat) settle(ctx context.Context, t *ticket, err error, op string) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	o := st.q.s.obs
 	if err != nil {
 		st.busy = false
 		if o != nil {
-			tell(o.Abandoned, HoldEvent{Recipe: recipeName(st.acq), Path: st.q.dir, Wait: time.Since(st.queued), Err: err})
+			tell(o.Abandoned, HoldEvent{Context: ctx, Recipe: recipeName(st.acq), Path: st.q.dir, Wait: time.Since(st.queued), Err: err})
 		}
 		return errorf("%s %s: %w", op, st.q.dir, err)
 	}
@@ -98,17 +98,17 @@ func (st *seat) settle(t *ticket, err error, op string) error {
 		st.hold = st.q.s.holdNode(t.path())
 		return nil
 	}
-	ev := HoldEvent{Recipe: recipeName(t.kind), Path: st.q.dir, Node: t.path(), Wait: time.Since(st.queued), Token: t.token}
+	ev := HoldEvent{Context: ctx, Recipe: recipeName(t.kind), Path: st.q.dir, Node: t.path(), Ahead: t.ahead, Wait: time.Since(st.queued), Token: t.token}
 	st.hold = st.q.s.holdNodeTold(t.path(), &ev)
 	tell(o.Granted, ev)
 	return nil
 }
 
 // queue tells the Observer, if any, that an acquisition of kind k began.
-func (st *seat) queue(k kind) {
+func (st *seat) queue(ctx context.Context, k kind) {
 	if o := st.q.s.obs; o != nil {
 		st.queued, st.acq = time.Now(), k
-		tell(o.Queued, HoldEvent{Recipe: recipeName(k), Path: st.q.dir})
+		tell(o.Queued, HoldEvent{Context: ctx, Recipe: recipeName(k), Path: st.q.dir})
 	}
 }
 
@@ -160,14 +160,14 @@ func (st *seat) requeue(ctx context.Context, op string) error {
 	}
 	h.released(held, released)
 	st.mu.Lock()
-	st.queue(t.kind)
+	st.queue(ctx, t.kind)
 	st.mu.Unlock()
 	if err == nil {
 		if err = n.wait(ctx, false); err != nil {
 			n.leave(ctx)
 		}
 	}
-	return st.settle(n, err, op)
+	return st.settle(ctx, n, err, op)
 }
 
 // leave releases what is held, if it is of the reader kind given.
