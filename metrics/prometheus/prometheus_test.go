@@ -369,3 +369,93 @@ func BenchmarkLockUnlock(b *testing.B) {
 		})
 	}
 }
+
+// TestQueuesAndHoldings reads back the holdings of the other recipes, the
+// items offered and taken, and the live sessions and their event backlog.
+func TestQueuesAndHoldings(t *testing.T) {
+	e := newEnv(t)
+	s := e.session(shared.Addr(0))
+	e.expect(1, "zkrecipes_client_sessions")
+	lq := zkrecipes.NewLockingQueue(s, e.base+"/lq")
+	for range 2 {
+		if err := lq.Offer(e.ctx, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it, err := lq.Take(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.expect(2, "zkrecipes_items_offered_total", "recipe", "lqueue", "path", "all")
+	e.expect(1, "zkrecipes_items_taken_total", "recipe", "lqueue")
+	e.expect(1, "zkrecipes_holdings", "recipe", "lqueue")
+	if err := it.Consume(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(0, "zkrecipes_holdings", "recipe", "lqueue")
+
+	q := zkrecipes.NewQueue(s, e.base+"/q")
+	if err := q.Offer(e.ctx, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Take(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(1, "zkrecipes_items_offered_total", "recipe", "queue")
+	e.expect(1, "zkrecipes_items_taken_total", "recipe", "queue")
+
+	lease, err := zkrecipes.NewSemaphore(s, e.base+"/sem", 1).Acquire(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := zkrecipes.JoinGroup(e.ctx, s, e.base+"/g", "m", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.expect(1, "zkrecipes_holdings", "recipe", "semaphore")
+	e.expect(1, "zkrecipes_holdings", "recipe", "member")
+	e.expect(1, "zkrecipes_wait_seconds", "recipe", "semaphore")
+	if err := lease.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Leave(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(0, "zkrecipes_holdings", "recipe", "semaphore")
+	e.expect(0, "zkrecipes_holdings", "recipe", "member")
+
+	// Events left unread in a persistent watch are the backlog.
+	w, err := s.Client().AddWatch(e.ctx, e.base+"/q", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := s.Client().Set(e.ctx, e.base+"/q", nil, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.await(2, "zkrecipes_client_event_backlog")
+	if err := w.Remove(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(0, "zkrecipes_client_sessions")
+	e.expect(0, "zkrecipes_client_event_backlog")
+}
+
+// TestCacheResync: a Cache's re-read after a cut connection is counted.
+func TestCacheResync(t *testing.T) {
+	e := newEnv(t)
+	px := zktest.NewProxyT(t, shared.Addr(0))
+	s := e.session(px.Addr())
+	c, err := zkrecipes.NewCache(e.ctx, s, e.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e.expect(0, "zkrecipes_cache_resyncs_total")
+	px.Cut()
+	e.await(1, "zkrecipes_cache_resyncs_total", "path", "all")
+}
