@@ -197,7 +197,7 @@ func TestContendedLock(t *testing.T) {
 	// second grant waited at least as long as the first held, and a
 	// TryLock refused while b held is abandoned.
 	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(`
-# HELP zkrecipes_holdings Locks and leaderships held.
+# HELP zkrecipes_holdings Holdings held: locks, leaderships, leases, taken items, memberships, registrations.
 # TYPE zkrecipes_holdings gauge
 zkrecipes_holdings{path="all",recipe="mutex"} 0
 # HELP zkrecipes_waiting Contenders acquiring and not yet granted.
