@@ -96,12 +96,17 @@ func TestServerCollectorKazoo(t *testing.T) {
 	if err := py.Start(); err != nil {
 		t.Fatal(err)
 	}
+	waited := false
+	t.Cleanup(func() { // on a failure, before the leak check
+		if !waited {
+			py.Process.Kill()
+			py.Wait()
+		}
+	})
 	out := bufio.NewScanner(stdout)
 	step := func(want string) {
 		t.Helper()
 		if !out.Scan() || out.Text() != want {
-			py.Process.Kill()
-			py.Wait()
 			t.Fatalf("kazoo did not print %s (got %q, %v); stderr:\n%s", want, out.Text(), out.Err(), stderr.String())
 		}
 	}
@@ -136,6 +141,7 @@ func TestServerCollectorKazoo(t *testing.T) {
 
 	io.WriteString(stdin, "\n")
 	step("DONE")
+	waited = true
 	if err := py.Wait(); err != nil {
 		t.Fatalf("kazoo: %v; stderr:\n%s", err, stderr.String())
 	}
