@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,16 +38,14 @@ const metricsShutdownWait = time.Second
 func (a *app) withMetrics(cmd *cobra.Command, sessions bool, ready string) *cobra.Command {
 	var addr string
 	cmd.Flags().StringVar(&addr, "metrics-addr", "", "serve Prometheus metrics on http://HOST:PORT/metrics, and /healthz and /readyz (port 0: a free one, printed on stderr); empty: none")
-	cmd.Long += `
-
-With --metrics-addr HOST:PORT, zkr serves on that address, while it runs,
-/metrics (Prometheus text format: ` + metricsWhat(sessions) + `, and the Go
-runtime's and the process's), /healthz (200 while ` + healthWhat(sessions) + `,
-else 503 saying why) and /readyz (200 ` + ready + `, while healthy; else
-503 saying why). Both answer a short JSON object: {"status": "ok"} or
+	cmd.Long += "\n\n" + wrap(`With --metrics-addr HOST:PORT, zkr serves on that address, while it runs,
+/metrics (Prometheus text format: `+metricsWhat(sessions)+`, and the Go
+runtime's and the process's), /healthz (200 while `+healthWhat(sessions)+`,
+else 503 saying why) and /readyz (200 `+ready+`, while healthy; else 503
+saying why). Both answer a short JSON object: {"status": "ok"} or
 {"status": "unavailable", "reason": ...}. Port 0 picks a free port; the
 address is printed on stderr before zkr starts its work. See
-docs/metrics.md.`
+docs/metrics.md.`, 80)
 	run := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if addr == "" {
@@ -67,9 +66,9 @@ docs/metrics.md.`
 
 func metricsWhat(sessions bool) string {
 	if sessions {
-		return "zkrecipes_ client and recipe metrics,\nlabelled with PATH"
+		return "zkrecipes_ client and recipe metrics, labelled with PATH"
 	}
-	return "the server's figures under the names\nZooKeeper's Prometheus provider gives them, such as znode_count"
+	return "the server's figures under the names ZooKeeper's Prometheus provider gives them, such as znode_count"
 }
 
 func healthWhat(sessions bool) string {
@@ -77,6 +76,27 @@ func healthWhat(sessions bool) string {
 		return "the ZooKeeper session is connected"
 	}
 	return "the server runs"
+}
+
+// wrap folds text's whitespace into lines of at most width columns (a
+// longer word gets a line of its own).
+func wrap(text string, width int) string {
+	var b strings.Builder
+	col := 0
+	for _, w := range strings.Fields(text) {
+		switch {
+		case col == 0:
+		case col+1+len(w) > width:
+			b.WriteByte('\n')
+			col = 0
+		default:
+			b.WriteByte(' ')
+			col++
+		}
+		b.WriteString(w)
+		col += len(w)
+	}
+	return b.String()
 }
 
 // metricsServer is what --metrics-addr serves: /metrics from a registry of
