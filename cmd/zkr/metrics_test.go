@@ -22,8 +22,9 @@ import (
 
 // TestLockMetrics runs zkr lock with --metrics-addr and scrapes it while it
 // holds: the holdings gauge is 1, the wait histogram has one sample,
-// /healthz and /readyz answer 200. Then a partition lets the server
-// expire the session, and both answer 503, saying why.
+// /healthz and /readyz answer 200; a second zkr lock waiting behind it is
+// healthy and not ready. Then a partition lets the server expire the
+// first one's session, and both its endpoints answer 503, saying why.
 func TestLockMetrics(t *testing.T) {
 	proxy := zktest.NewProxyT(t, servers(t))
 	dir := t.TempDir()
@@ -46,6 +47,20 @@ func TestLockMetrics(t *testing.T) {
 		if code, st := health(t, base+ep); code != http.StatusOK || st.Status != "ok" {
 			t.Errorf("%s while holding: %d %+v, want 200 ok", ep, code, st)
 		}
+	}
+
+	// A second contender, on the server directly, waits behind the
+	// first: healthy, not ready, counted as waiting.
+	q := start(t, nil, "lock", "--metrics-addr", "127.0.0.1:0", path, "--", "true")
+	qbase := q.metricsURL()
+	zktest.Eventually(t, 10*time.Second, "the second contender's /readyz 503 while it waits", func() error {
+		return wantUnavailable(t, qbase+"/readyz", "waiting for the lock on "+path)
+	})
+	if code, st := health(t, qbase+"/healthz"); code != http.StatusOK {
+		t.Errorf("the waiting contender's /healthz: %d %+v, want 200", code, st)
+	}
+	if got := value(t, scrape(t, qbase+"/metrics"), "zkrecipes_waiting", "recipe", "mutex", "path", path); got != 1 {
+		t.Errorf("the waiting contender's zkrecipes_waiting = %v, want 1", got)
 	}
 
 	// A partition: zkr's connection is silent, the server expires the
@@ -72,6 +87,10 @@ func TestLockMetrics(t *testing.T) {
 	}
 	if p.exited() {
 		t.Fatalf("zkr exited %d before the end; stderr:\n%s", p.code, p.stderr.String())
+	}
+	// The second contender got the lock once the session expired.
+	if code := q.wait(20 * time.Second); code != 0 {
+		t.Errorf("the second contender exited %d; stderr:\n%s", code, q.stderr.String())
 	}
 }
 
@@ -225,4 +244,42 @@ next:
 		}
 	}
 	return 0
+}
+
+// TestLockMetricsLostNode: when someone deletes zkr lock's node, /readyz
+// turns 503 saying the lock was lost, while /healthz stays 200 (the
+// session is fine), and the loss is counted with its reason.
+func TestLockMetricsLostNode(t *testing.T) {
+	conn := admin(t)
+	dir := t.TempDir()
+	path := testPath(t, "lock")
+	p := start(t, []string{"D=" + dir}, "lock", "--grace", "5m", "--metrics-addr", "127.0.0.1:0",
+		path, "--", "sh", "-c", `trap '' TERM; echo started > "$D/started"; while :; do sleep 0.05; done`)
+	base := p.metricsURL()
+	eventually(t, 10*time.Second, "the command did not start", func() bool { return fileExists(filepath.Join(dir, "started")) })
+	if code, st := health(t, base+"/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz while holding: %d %+v, want 200", code, st)
+	}
+	kids := children(t, conn, path)
+	if len(kids) != 1 {
+		t.Fatalf("lock nodes %v, want one", kids)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
+	defer cancel()
+	if err := conn.Delete(ctx, path+"/"+kids[0], -1); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 10*time.Second, "/readyz 503 once the lock is lost", func() error {
+		return wantUnavailable(t, base+"/readyz", "lost the lock on "+path)
+	})
+	if code, st := health(t, base+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz after the node was deleted: %d %+v, want 200 (the session lives)", code, st)
+	}
+	mfs := scrape(t, base+"/metrics")
+	if got := value(t, mfs, "zkrecipes_losses_total", "recipe", "mutex", "path", path, "reason", "deleted"); got != 1 {
+		t.Errorf("zkrecipes_losses_total{reason=deleted} = %v, want 1", got)
+	}
+	if got := value(t, mfs, "zkrecipes_holdings", "recipe", "mutex", "path", path); got != 0 {
+		t.Errorf("zkrecipes_holdings = %v after the loss, want 0", got)
+	}
 }
