@@ -58,7 +58,6 @@ docs/metrics.md.`, 80)
 		defer m.close()
 		fmt.Fprintf(a.stderr, "%s: serving metrics on http://%s/metrics (health: /healthz, /readyz)\n", cmd.CommandPath(), m.ln.Addr())
 		a.metrics = m
-		defer func() { a.metrics = nil }()
 		return run(cmd, args)
 	}
 	return cmd
