@@ -283,3 +283,35 @@ func TestLockMetricsLostNode(t *testing.T) {
 		t.Errorf("zkrecipes_holdings = %v after the loss, want 0", got)
 	}
 }
+
+// TestMetricsCommandsReady: every command with --metrics-addr serves its
+// session's metrics, and /readyz turns 200 once it has what it waits for.
+func TestMetricsCommandsReady(t *testing.T) {
+	servers(t)
+	for _, tt := range []struct {
+		name string
+		args []string // after the command's name and PATH
+	}{
+		{"elect", []string{"--id", "a", "--", "sleep", "60"}},
+		{"elect", []string{"--observe"}},
+		{"join", []string{"--id", "a"}},
+		{"register", []string{"api", "--id", "a"}},
+		{"watch", nil},
+	} {
+		t.Run(strings.Join(append([]string{tt.name}, tt.args...), " "), func(t *testing.T) {
+			t.Parallel()
+			path := testPath(t, tt.name)
+			p := start(t, nil, append([]string{tt.name, "--metrics-addr", "127.0.0.1:0", path}, tt.args...)...)
+			base := p.metricsURL()
+			zktest.Eventually(t, 10*time.Second, "/readyz 200", func() error {
+				if code, st := health(t, base+"/readyz"); code != http.StatusOK {
+					return fmt.Errorf("%d %+v", code, st)
+				}
+				return nil
+			})
+			if got := value(t, scrape(t, base+"/metrics"), "zkrecipes_client_connects_total", "outcome", "ok"); got != 1 {
+				t.Errorf("zkrecipes_client_connects_total{outcome=ok} = %v, want 1", got)
+			}
+		})
+	}
+}
