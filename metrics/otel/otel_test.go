@@ -229,7 +229,8 @@ func attr(s sdktrace.ReadOnlySpan, k attribute.Key) string {
 func TestContendedLock(t *testing.T) {
 	e := newEnv(t)
 	p := e.base + "/lock"
-	a := zkrecipes.NewMutex(e.session(shared.Addr(0)), p)
+	sa := e.session(shared.Addr(0))
+	a := zkrecipes.NewMutex(sa, p)
 	b := zkrecipes.NewMutex(e.session(shared.Addr(0)), p)
 	if err := a.Lock(e.ctx); err != nil {
 		t.Fatal(err)
@@ -244,6 +245,15 @@ func TestContendedLock(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- b.Lock(ctx) }()
 	e.await(1, "zkrecipes.waiting", "zk.recipe", "mutex")
+	// Queued is told before b's node is made: wait for the node, so that
+	// b finds a's ahead of it.
+	zktest.Eventually(t, 20*time.Second, "b's node", func() error {
+		kids, _, err := sa.Client().Children(e.ctx, p)
+		if err == nil && len(kids) != 2 {
+			err = fmt.Errorf("%d nodes", len(kids))
+		}
+		return err
+	})
 	unlocked := time.Now()
 	if err := a.Unlock(e.ctx); err != nil {
 		t.Fatal(err)
