@@ -36,13 +36,12 @@
 //
 // Both carry zk.path, the raw path: a span is one event, not a series.
 // A trace of a contended lock shows, under the caller's span, the wait
-// (as long as the holder before it held) and then the hold, and beside
-// them in the same trace the spans of whatever the caller did with the
-// lock: the two ends line up with the holder's hold span in its own
-// trace, and zk.token ties the work to the grant. The spans are made when
-// the wait or hold ends, with their true start time, so the adapter keeps
-// no state between events; a hold that never ends (the process dies) has
-// no span.
+// with the number of contenders ahead, then the hold, beside the spans of
+// the work done under the lock; the wait ends as the previous holder's
+// hold span (in that holder's trace) ends, and zk.token ties the work to
+// the grant. The spans are made when the wait or hold ends, with their
+// true start time, so the adapter keeps no state between events; a hold
+// that never ends (the process dies) has no span.
 //
 // Requests have no spans: a request's event carries no context.
 package otel
