@@ -100,10 +100,11 @@ var outcomeNames = map[Code]string{
 // SESSIONEXPIRED, SESSIONMOVED, NOWATCHER, THROTTLEDOP); "CLOSED" for
 // ErrClosed; "OTHER" for anything else.
 func CodeName(err error) string {
+	if err == nil {
+		return "OK" // before c, which escapes: no allocation for a success
+	}
 	var c Code
 	switch {
-	case err == nil:
-		return "OK"
 	case errors.As(err, &c):
 		if s, ok := outcomeNames[c]; ok {
 			return s

@@ -124,13 +124,38 @@ type Telemetry struct {
 
 	// Attribute sets by key, made once: ops, codes, recipes and path
 	// labels are bounded sets, so these are too.
-	attrs sync.Map // attrKey -> metric.MeasurementOption
+	attrs sync.Map // attrKey -> *attrs
 
-	sent, read, ok, failed metric.MeasurementOption
+	sent, read, ok, failed *attrs
 }
 
-// attrKey names a cached attribute set.
-type attrKey struct{ a, b, c string }
+// attrs are the options that give a measurement one attribute set, as
+// slices made once: the instruments' methods are variadic, and a slice
+// made at each call would escape.
+type attrs struct {
+	add []metric.AddOption
+	rec []metric.RecordOption
+}
+
+func newAttrs(kv ...attribute.KeyValue) *attrs {
+	o := metric.WithAttributeSet(attribute.NewSet(kv...))
+	return &attrs{add: []metric.AddOption{o}, rec: []metric.RecordOption{o}}
+}
+
+// attrKey names a cached attribute set: its kind and its values.
+type attrKey struct {
+	kind    attrKind
+	a, b, c string
+}
+
+type attrKind uint8
+
+const (
+	opAttrs      attrKind = iota // zk.op=a
+	requestAttrs                 // zk.op=a, zk.code=b
+	recipeAttrs                  // zk.recipe=a, zk.path=b
+	lossAttrs                    // zk.recipe=a, zk.path=b, zk.loss.reason=c
+)
 
 // New creates the adapter's instruments with mp and its spans' tracer
 // with tp. Either may be nil: a nil mp makes no metrics, a nil tp no
@@ -143,10 +168,10 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider, opts Options) (*Telem
 	if tp != nil {
 		t.tracer = tp.Tracer(ScopeName)
 	}
-	t.sent = metric.WithAttributeSet(attribute.NewSet(AttrDirection.String("transmit")))
-	t.read = metric.WithAttributeSet(attribute.NewSet(AttrDirection.String("receive")))
-	t.ok = metric.WithAttributeSet(attribute.NewSet(AttrOutcome.String("ok")))
-	t.failed = metric.WithAttributeSet(attribute.NewSet(AttrOutcome.String("error")))
+	t.sent = newAttrs(AttrDirection.String("transmit"))
+	t.read = newAttrs(AttrDirection.String("receive"))
+	t.ok = newAttrs(AttrOutcome.String("ok"))
+	t.failed = newAttrs(AttrOutcome.String("error"))
 	if mp == nil {
 		return t, nil
 	}
@@ -228,14 +253,13 @@ func (t *Telemetry) ClientObserver() *zkclient.Observer {
 	ctx := context.Background()
 	return &zkclient.Observer{
 		Request: func(e zkclient.RequestEvent) {
-			t.requestDuration.Record(ctx, e.Latency.Seconds(), t.set(attrKey{a: e.Op}, AttrOp.String(e.Op)))
-			code := zkclient.CodeName(e.Err)
-			t.requests.Add(ctx, 1, t.set(attrKey{a: e.Op, b: code}, AttrOp.String(e.Op), AttrCode.String(code)))
-			t.bytes.Add(ctx, int64(e.Sent), t.sent)
-			t.bytes.Add(ctx, int64(e.Read), t.read)
+			t.requestDuration.Record(ctx, e.Latency.Seconds(), t.set(attrKey{kind: opAttrs, a: e.Op}).rec...)
+			t.requests.Add(ctx, 1, t.set(attrKey{kind: requestAttrs, a: e.Op, b: zkclient.CodeName(e.Err)}).add...)
+			t.bytes.Add(ctx, int64(e.Sent), t.sent.add...)
+			t.bytes.Add(ctx, int64(e.Read), t.read.add...)
 		},
-		Dial:    func(e zkclient.ConnEvent) { t.dials.Add(ctx, 1, t.outcome(e.Err)) },
-		Connect: func(e zkclient.ConnEvent) { t.connects.Add(ctx, 1, t.outcome(e.Err)) },
+		Dial:    func(e zkclient.ConnEvent) { t.dials.Add(ctx, 1, t.outcome(e.Err).add...) },
+		Connect: func(e zkclient.ConnEvent) { t.connects.Add(ctx, 1, t.outcome(e.Err).add...) },
 		Drop:    func(zkclient.ConnEvent) { t.drops.Add(ctx, 1) },
 		State: func(e zkclient.StateEvent) {
 			switch e.State {
@@ -255,30 +279,28 @@ func (t *Telemetry) RecipeObserver() *zkrecipes.Observer {
 	o := &zkrecipes.Observer{}
 	if t.metrics {
 		ctx := context.Background()
-		o.Queued = func(e zkrecipes.HoldEvent) { t.waiting.Add(ctx, 1, t.recipe(e)) }
+		o.Queued = func(e zkrecipes.HoldEvent) { t.waiting.Add(ctx, 1, t.recipe(e).add...) }
 		o.Granted = func(e zkrecipes.HoldEvent) {
 			a := t.recipe(e)
-			t.waiting.Add(ctx, -1, a)
-			t.holdings.Add(ctx, 1, a)
-			t.waitDuration.Record(ctx, e.Wait.Seconds(), a)
+			t.waiting.Add(ctx, -1, a.add...)
+			t.holdings.Add(ctx, 1, a.add...)
+			t.waitDuration.Record(ctx, e.Wait.Seconds(), a.rec...)
 		}
 		o.Abandoned = func(e zkrecipes.HoldEvent) {
 			a := t.recipe(e)
-			t.waiting.Add(ctx, -1, a)
-			t.abandoned.Add(ctx, 1, a)
+			t.waiting.Add(ctx, -1, a.add...)
+			t.abandoned.Add(ctx, 1, a.add...)
 		}
 		o.Released = func(e zkrecipes.HoldEvent) {
 			a := t.recipe(e)
-			t.holdings.Add(ctx, -1, a)
+			t.holdings.Add(ctx, -1, a.add...)
 			if errors.Is(e.Err, zkrecipes.ErrReleaseUnconfirmed) {
-				t.unconfirmed.Add(ctx, 1, a)
+				t.unconfirmed.Add(ctx, 1, a.add...)
 			}
 		}
 		o.Lost = func(e zkrecipes.HoldEvent) {
-			t.holdings.Add(ctx, -1, t.recipe(e))
-			p, r := t.pathLabel(e.Path), string(e.Reason)
-			t.losses.Add(ctx, 1, t.set(attrKey{a: e.Recipe, b: p, c: r},
-				AttrRecipe.String(e.Recipe), AttrPath.String(p), AttrLossReason.String(r)))
+			t.holdings.Add(ctx, -1, t.recipe(e).add...)
+			t.losses.Add(ctx, 1, t.set(attrKey{kind: lossAttrs, a: e.Recipe, b: t.pathLabel(e.Path), c: string(e.Reason)}).add...)
 		}
 	}
 	if t.tracer != nil {
@@ -299,22 +321,31 @@ func then(f, g func(zkrecipes.HoldEvent)) func(zkrecipes.HoldEvent) {
 }
 
 // recipe returns the attribute set of e's recipe metrics.
-func (t *Telemetry) recipe(e zkrecipes.HoldEvent) metric.MeasurementOption {
-	p := t.pathLabel(e.Path)
-	return t.set(attrKey{a: e.Recipe, b: p}, AttrRecipe.String(e.Recipe), AttrPath.String(p))
+func (t *Telemetry) recipe(e zkrecipes.HoldEvent) *attrs {
+	return t.set(attrKey{kind: recipeAttrs, a: e.Recipe, b: t.pathLabel(e.Path)})
 }
 
-// set returns the measurement option of the attribute set kv, made once
-// for key.
-func (t *Telemetry) set(key attrKey, kv ...attribute.KeyValue) metric.MeasurementOption {
+// set returns key's attribute set, made once.
+func (t *Telemetry) set(key attrKey) *attrs {
 	if o, ok := t.attrs.Load(key); ok {
-		return o.(metric.MeasurementOption)
+		return o.(*attrs)
 	}
-	o, _ := t.attrs.LoadOrStore(key, metric.WithAttributeSet(attribute.NewSet(kv...)))
-	return o.(metric.MeasurementOption)
+	var kv []attribute.KeyValue
+	switch key.kind {
+	case opAttrs:
+		kv = []attribute.KeyValue{AttrOp.String(key.a)}
+	case requestAttrs:
+		kv = []attribute.KeyValue{AttrOp.String(key.a), AttrCode.String(key.b)}
+	case recipeAttrs:
+		kv = []attribute.KeyValue{AttrRecipe.String(key.a), AttrPath.String(key.b)}
+	case lossAttrs:
+		kv = []attribute.KeyValue{AttrRecipe.String(key.a), AttrPath.String(key.b), AttrLossReason.String(key.c)}
+	}
+	o, _ := t.attrs.LoadOrStore(key, newAttrs(kv...))
+	return o.(*attrs)
 }
 
-func (t *Telemetry) outcome(err error) metric.MeasurementOption {
+func (t *Telemetry) outcome(err error) *attrs {
 	if err != nil {
 		return t.failed
 	}

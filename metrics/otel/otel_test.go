@@ -524,3 +524,86 @@ func TestNilProviders(t *testing.T) {
 		t.Errorf("no metrics collected: %+v", rm.ScopeMetrics)
 	}
 }
+
+// TestNoAllocs: on the real SDK, once an attribute set has been seen, a
+// successful request and a lock's metrics cost no allocation of the
+// adapter's (the attribute sets and option slices are made once).
+func TestNoAllocs(t *testing.T) {
+	e := newTelemetry(t, Options{})
+	c := e.tel.ClientObserver()
+	req := zkclient.RequestEvent{Op: "getData", Path: "/a", Latency: time.Millisecond, Sent: 30, Read: 90}
+	if n := testing.AllocsPerRun(1000, func() { c.Request(req) }); n != 0 {
+		t.Errorf("a request's metrics allocate %v times", n)
+	}
+	tel, err := New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := tel.RecipeObserver()
+	ev := zkrecipes.HoldEvent{Context: context.Background(), Recipe: "mutex", Path: "/a", Node: "/a/n", Wait: time.Millisecond, Held: time.Millisecond}
+	if n := testing.AllocsPerRun(1000, func() { o.Queued(ev); o.Granted(ev); o.Released(ev) }); n != 0 {
+		t.Errorf("a lock's metrics allocate %v times", n)
+	}
+	e.expect(1001, "zkrecipes.client.requests", "zk.op", "getData", "zk.code", "OK")
+}
+
+// BenchmarkLockUnlock is an uncontended Lock and Unlock without the
+// adapter, with its metrics only, and with its metrics and spans (the SDK,
+// every span sampled, recorded and dropped). Run them in interleaved
+// rounds (-count) to compare them on a busy machine.
+func BenchmarkLockUnlock(b *testing.B) {
+	zktest.SkipOrFail(b, sharedErr)
+	for _, name := range []string{"none", "metrics", "metrics+spans"} {
+		b.Run(name, func(b *testing.B) {
+			var opts []zkrecipes.SessionOption
+			if name != "none" {
+				mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+				defer mp.Shutdown(context.Background())
+				var tp *sdktrace.TracerProvider
+				if name == "metrics+spans" {
+					tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(discard{}))
+					defer tp.Shutdown(context.Background())
+				}
+				var tel *Telemetry
+				var err error
+				if tp != nil {
+					tel, err = New(mp, tp, Options{})
+				} else {
+					tel, err = New(mp, nil, Options{})
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				opts = tel.SessionOptions()
+			}
+			s, err := zkrecipes.NewSession(b.Context(), []string{shared.Addr(0)}, opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			p := fmt.Sprintf("/otel-bench-%d", time.Now().UnixNano())
+			m := zkrecipes.NewMutex(s, p)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := m.Lock(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+				if err := m.Unlock(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if err := s.Client().Delete(context.Background(), p, -1); err != nil && !errors.Is(err, zkclient.ErrNoNode) {
+				b.Error(err)
+			}
+		})
+	}
+}
+
+// discard is a span processor that drops what ends.
+type discard struct{}
+
+func (discard) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (discard) OnEnd(sdktrace.ReadOnlySpan)                     {}
+func (discard) Shutdown(context.Context) error                  { return nil }
+func (discard) ForceFlush(context.Context) error                { return nil }
