@@ -49,6 +49,8 @@ package otel
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -88,8 +90,9 @@ type Options struct {
 	PathLabel func(path string) string
 
 	// Buckets are the duration histograms' explicit bucket boundaries, in
-	// seconds, given to the meter as advice (a View may override them).
-	// By default, those of the Prometheus adapter: 5ms to 10s.
+	// seconds, finite and increasing, given to the meter as advice (a
+	// View may override them). By default, those of the Prometheus
+	// adapter: 5ms to 10s.
 	Buckets []float64
 }
 
@@ -159,7 +162,9 @@ const (
 
 // New creates the adapter's instruments with mp and its spans' tracer
 // with tp. Either may be nil: a nil mp makes no metrics, a nil tp no
-// spans. It fails if mp refuses an instrument.
+// spans (an untyped nil: a nil pointer in the interface is a provider). It
+// fails if opts.Buckets are not increasing, or if mp refuses an
+// instrument.
 func New(mp metric.MeterProvider, tp trace.TracerProvider, opts Options) (*Telemetry, error) {
 	t := &Telemetry{pathLabel: opts.PathLabel}
 	if t.pathLabel == nil {
@@ -180,22 +185,32 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider, opts Options) (*Telem
 	if buckets == nil {
 		buckets = defaultBuckets
 	}
+	for i, b := range buckets {
+		if math.IsNaN(b) || math.IsInf(b, 0) || i > 0 && b <= buckets[i-1] {
+			return nil, fmt.Errorf("otel: Options.Buckets %v: want finite bounds in increasing order", buckets)
+		}
+	}
 	m := mp.Meter(ScopeName)
 	var errs []error
+	check := func(name string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("otel: instrument %s: %w", name, err))
+		}
+	}
 	hist := func(name, desc string) metric.Float64Histogram {
 		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
 			metric.WithExplicitBucketBoundaries(buckets...))
-		errs = append(errs, err)
+		check(name, err)
 		return h
 	}
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
+		check(name, err)
 		return c
 	}
 	updown := func(name, unit, desc string) metric.Int64UpDownCounter {
 		c, err := m.Int64UpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		errs = append(errs, err)
+		check(name, err)
 		return c
 	}
 	t.requestDuration = hist("zkrecipes.client.request.duration",
