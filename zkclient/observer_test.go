@@ -194,3 +194,23 @@ func TestBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestCodeName(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{nil, "OK"},
+		{zkclient.ErrNoNode, "NONODE"},
+		{fmt.Errorf("getData /a: %w", zkclient.ErrNodeExists), "NODEEXISTS"},
+		{fmt.Errorf("multi: %w", zkclient.ErrThrottled), "THROTTLEDOP"},
+		{fmt.Errorf("create /a: %w", zkclient.ErrConnectionLoss), "CONNECTIONLOSS"},
+		{zkclient.ErrSystem, "OTHER"}, // a code a recipe does not meet
+		{fmt.Errorf("get /a: %w", zkclient.ErrClosed), "CLOSED"},
+		{errors.New("something else"), "OTHER"},
+	} {
+		if got := zkclient.CodeName(c.err); got != c.want {
+			t.Errorf("CodeName(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}

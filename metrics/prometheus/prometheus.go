@@ -151,7 +151,7 @@ func (m *Metrics) ClientObserver() *zkclient.Observer {
 	return &zkclient.Observer{
 		Request: func(e zkclient.RequestEvent) {
 			m.requestSeconds.WithLabelValues(e.Op).Observe(e.Latency.Seconds())
-			m.requests.WithLabelValues(e.Op, codeLabel(e.Err)).Inc()
+			m.requests.WithLabelValues(e.Op, zkclient.CodeName(e.Err)).Inc()
 			m.bytes.WithLabelValues("sent").Add(float64(e.Sent))
 			m.bytes.WithLabelValues("read").Add(float64(e.Read))
 		},
@@ -233,36 +233,4 @@ func outcome(err error) string {
 		return "error"
 	}
 	return "ok"
-}
-
-// codeNames are the values of the "code" label: ZooKeeper's codes a
-// recipe meets, by the names of its Java client's KeeperException.Code.
-var codeNames = map[zkclient.Code]string{
-	zkclient.ErrNoNode:         "NONODE",
-	zkclient.ErrNodeExists:     "NODEEXISTS",
-	zkclient.ErrBadVersion:     "BADVERSION",
-	zkclient.ErrNotEmpty:       "NOTEMPTY",
-	zkclient.ErrNoAuth:         "NOAUTH",
-	zkclient.ErrConnectionLoss: "CONNECTIONLOSS",
-	zkclient.ErrSessionExpired: "SESSIONEXPIRED",
-	zkclient.ErrSessionMoved:   "SESSIONMOVED",
-	zkclient.ErrNoWatcher:      "NOWATCHER",
-	zkclient.ErrThrottled:      "THROTTLEDOP",
-}
-
-// codeLabel returns a request outcome's "code" label: OK, a name of
-// codeNames, CLOSED for a closed session, or OTHER.
-func codeLabel(err error) string {
-	var c zkclient.Code
-	switch {
-	case err == nil:
-		return "OK"
-	case errors.As(err, &c):
-		if s, ok := codeNames[c]; ok {
-			return s
-		}
-	case errors.Is(err, zkclient.ErrClosed):
-		return "CLOSED"
-	}
-	return "OTHER"
 }
