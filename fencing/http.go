@@ -147,19 +147,24 @@ func (s *MemoryStore) Advance(_ context.Context, resource string, token int64) (
 // the session timeout; where it can happen, fence the handler's own writes
 // too, with the token of TokenFrom (for instance with [Table.Fence]).
 type Guard struct {
-	// Store keeps the highest tokens; it must not be nil.
+	// Store keeps the highest tokens; it must not be nil. Wrap uses the
+	// Store and Resource it finds: change them before Wrap, not after.
 	Store Store
 	// Resource names the resource a request writes to; nil means its URL
 	// path. Requests for different resources are fenced independently.
 	Resource func(*http.Request) string
 }
 
-// Wrap returns next behind the guard.
+// Wrap returns next behind the guard. It panics if g.Store is nil.
 func (g *Guard) Wrap(next http.Handler) http.Handler {
+	if g.Store == nil {
+		panic("fencing: Guard.Wrap: no Store")
+	}
+	store, name := g.Store, g.Resource
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resource := r.URL.Path
-		if g.Resource != nil {
-			resource = g.Resource(r)
+		if name != nil {
+			resource = name(r)
 		}
 		h := r.Header.Get(Header)
 		if h == "" {
@@ -171,7 +176,7 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 			http.Error(w, fmt.Sprintf("fencing: %s %q is not a positive integer", Header, h), http.StatusBadRequest)
 			return
 		}
-		highest, err := g.Store.Advance(r.Context(), resource, token)
+		highest, err := store.Advance(r.Context(), resource, token)
 		if err != nil {
 			http.Error(w, fmt.Sprintf("fencing: %s: %v", resource, err), http.StatusServiceUnavailable)
 			return

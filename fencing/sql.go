@@ -13,24 +13,25 @@ import (
 // statements number their parameters. The fence's statements are otherwise
 // the same on every supported database: CREATE TABLE IF NOT EXISTS, and
 // INSERT ... ON CONFLICT ... DO UPDATE ... WHERE (PostgreSQL 9.5 and
-// later, SQLite 3.24 and later).
+// later, SQLite 3.24 and later). Use [PostgreSQL] or [SQLite]; the zero
+// Dialect is none (NewTable refuses it). Dialects are comparable.
 type Dialect struct {
-	name  string
-	param func(n int) string
+	name   string
+	prefix string // of a numbered parameter
 }
 
 var (
 	// PostgreSQL numbers parameters $1, $2, ... (the pgx and lib/pq
 	// drivers).
-	PostgreSQL = Dialect{"PostgreSQL", func(n int) string { return "$" + strconv.Itoa(n) }}
+	PostgreSQL = Dialect{"PostgreSQL", "$"}
 	// SQLite numbers parameters ?1, ?2, ... (the modernc.org/sqlite and
 	// mattn/go-sqlite3 drivers).
-	SQLite = Dialect{"SQLite", func(n int) string { return "?" + strconv.Itoa(n) }}
+	SQLite = Dialect{"SQLite", "?"}
 )
 
 // Param returns the placeholder of the n-th parameter (from 1) of a
 // statement: "$1" in PostgreSQL, "?1" in SQLite.
-func (d Dialect) Param(n int) string { return d.param(n) }
+func (d Dialect) Param(n int) string { return d.prefix + strconv.Itoa(n) }
 
 // String returns the database's name.
 func (d Dialect) String() string { return d.name }
@@ -68,13 +69,13 @@ var identifier = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*\.)?[A-Za-z_][A-Za-
 // Nothing is sent to the database: create the table with [Table.Create], or
 // run [Table.DDL] with your migrations.
 func NewTable(d Dialect, name string) (*Table, error) {
-	if d.param == nil {
+	if d.prefix == "" {
 		return nil, errors.New("fencing: NewTable: no dialect (use fencing.PostgreSQL or fencing.SQLite)")
 	}
 	if !identifier.MatchString(name) {
 		return nil, fmt.Errorf("fencing: NewTable: table name %q is not a SQL identifier (letters, digits, _; optionally schema.table)", name)
 	}
-	p1, p2 := d.param(1), d.param(2)
+	p1, p2 := d.Param(1), d.Param(2)
 	return &Table{
 		name:    name,
 		dialect: d,

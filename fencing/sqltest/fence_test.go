@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -145,5 +146,110 @@ func TestTableFenceWaitsForHolder(t *testing.T) {
 	}
 	if o := owner(t, db, accounts, "acct"); o != "B" {
 		t.Fatalf("owner: %q, want B (written after A)", o)
+	}
+}
+
+// TestRowGuard: the guard on the row itself that docs/fencing.md shows,
+// a token column compared in the UPDATE, refuses a lower token on both
+// databases (0 rows affected) and accepts an equal one.
+func TestRowGuard(t *testing.T) {
+	for _, dbase := range databases {
+		t.Run(dbase.name, func(t *testing.T) {
+			zktest.CheckLeaks(t)
+			ctx := context.Background()
+			db := dbase.open(t)
+			_, accounts := newTable(t, db, dbase.dialect)
+			if _, err := db.ExecContext(ctx, "ALTER TABLE "+accounts+" ADD COLUMN fence_token BIGINT NOT NULL DEFAULT 0"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ExecContext(ctx, "INSERT INTO "+accounts+" (id, owner) VALUES ('acct', 'nobody')"); err != nil {
+				t.Fatal(err)
+			}
+			p := dbase.dialect.Param
+			update := "UPDATE " + accounts + " SET owner = " + p(1) + ", fence_token = " + p(2) + " WHERE id = " + p(3) + " AND fence_token <= " + p(2)
+			for _, w := range []struct {
+				token int64
+				who   string
+				rows  int64
+			}{{5, "A", 1}, {5, "A again", 1}, {7, "B", 1}, {5, "A late", 0}} {
+				res, err := db.ExecContext(ctx, update, w.who, w.token, "acct")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n, err := res.RowsAffected(); err != nil || n != w.rows {
+					t.Fatalf("%s with token %d: %d rows, %v; want %d", w.who, w.token, n, err, w.rows)
+				}
+			}
+			if o := owner(t, db, accounts, "acct"); o != "B" {
+				t.Fatalf("owner: %q, want B", o)
+			}
+		})
+	}
+}
+
+// TestTableFenceConcurrent: writers with tokens 1..8 race; each is
+// accepted or refused below a higher token, the highest always wins, and
+// the accepted writes were applied in token order (a log appended in each
+// write's transaction has non-decreasing tokens): the fence serializes
+// the transactions it accepts.
+func TestTableFenceConcurrent(t *testing.T) {
+	for _, dbase := range databases {
+		t.Run(dbase.name, func(t *testing.T) {
+			zktest.CheckLeaks(t)
+			ctx := context.Background()
+			db := dbase.open(t)
+			fence, accounts := newTable(t, db, dbase.dialect)
+			log := unique("log")
+			id := "id BIGSERIAL PRIMARY KEY"
+			if dbase.dialect == fencing.SQLite {
+				id = "id INTEGER PRIMARY KEY"
+			}
+			if _, err := db.ExecContext(ctx, "CREATE TABLE "+log+" ("+id+", token BIGINT NOT NULL)"); err != nil {
+				t.Fatal(err)
+			}
+			const n = 8
+			errs := make(chan error, n)
+			for i := range n {
+				go func() {
+					token := int64(i + 1)
+					err := fence.Write(ctx, db, nil, "acct", token, func(tx *sql.Tx) error {
+						if err := setOwner(ctx, dbase.dialect, accounts, "acct", fmt.Sprint(token))(tx); err != nil {
+							return err
+						}
+						_, err := tx.ExecContext(ctx, "INSERT INTO "+log+" (token) VALUES ("+dbase.dialect.Param(1)+")", token)
+						return err
+					})
+					var stale *fencing.StaleError
+					if errors.As(err, &stale) && stale.Highest > token {
+						err = nil
+					}
+					errs <- err
+				}()
+			}
+			for range n {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
+			}
+			if o := owner(t, db, accounts, "acct"); o != fmt.Sprint(n) {
+				t.Errorf("owner: %q, want %d, the highest token's", o, n)
+			}
+			rows, err := db.QueryContext(ctx, "SELECT token FROM "+log+" ORDER BY id")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var applied []int64
+			for rows.Next() {
+				var tok int64
+				if err := rows.Scan(&tok); err != nil {
+					t.Fatal(err)
+				}
+				applied = append(applied, tok)
+			}
+			if !slices.IsSorted(applied) || len(applied) == 0 || applied[len(applied)-1] != n {
+				t.Errorf("writes applied in the order %v, want increasing tokens ending with %d", applied, n)
+			}
+		})
 	}
 }
