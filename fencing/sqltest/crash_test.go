@@ -20,19 +20,27 @@ import (
 
 // crash plays the scenario fencing exists for. Holder A takes a lock and
 // writes with its token; B queues. Then A pauses: it does nothing while
-// the server expires its session (zktest.ExpireSession, what the session
-// timeout does to a holder that is not heard). B is granted the lock and
-// writes with its token. crash returns both tokens and A's lock, and the
-// caller has A resume and write as if nothing happened.
-func crash(t *testing.T, write func(who string, token int64) error) (a *zkrecipes.Mutex, tokenA, tokenB int64) {
+// the server expires its session. With silent, A's link goes silent (a
+// blackholing proxy: nothing passes, nothing is closed) and the server
+// expires the session once its timeout (2 s) has passed unheard; without,
+// zktest.ExpireSession has the server expire it at once. B is granted the
+// lock and writes with its token. crash returns both tokens and A's lock,
+// and the caller has A resume and write as if nothing happened.
+func crash(t *testing.T, silent bool, write func(who string, token int64) error) (a *zkrecipes.Mutex, tokenA, tokenB int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(30*time.Second))
 	defer cancel()
 	path := "/fencing-test/" + unique("lock")
 	// A's short session timeout has its client told of the expiry soon
 	// (pings every third of it), for the tests that look at A's Lost.
-	sA := zkSession(t, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(2*time.Second)))
-	sB := zkSession(t)
+	servers := zkAddrs(t)
+	var proxy *zktest.Proxy
+	if silent {
+		proxy = zktest.NewProxyT(t, zk.Addr(0))
+		servers = []string{proxy.Addr()}
+	}
+	sA := zkSession(t, servers, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(2*time.Second)))
+	sB := zkSession(t, zkAddrs(t))
 	a, b := zkrecipes.NewMutex(sA, path), zkrecipes.NewMutex(sB, path)
 	if err := a.Lock(ctx); err != nil {
 		t.Fatalf("A: Lock: %v", err)
@@ -50,12 +58,21 @@ func crash(t *testing.T, write func(who string, token int64) error) (a *zkrecipe
 	})
 
 	// A pauses; the server expires its session.
-	id, pw := sA.Credentials()
-	if err := zktest.ExpireSession(ctx, zk.Addr(0), id, pw); err != nil && !errors.Is(err, zktest.ErrNoSession) {
-		t.Fatalf("expire A's session: %v", err)
+	if silent {
+		proxy.Blackhole()
+	} else {
+		id, pw := sA.Credentials()
+		if err := zktest.ExpireSession(ctx, zk.Addr(0), id, pw); err != nil && !errors.Is(err, zktest.ErrNoSession) {
+			t.Fatalf("expire A's session: %v", err)
+		}
 	}
 	if err := <-bLocked; err != nil {
 		t.Fatalf("B: Lock after A's expiry: %v", err)
+	}
+	if silent {
+		// A's client may now hear that its session is gone; A itself
+		// does not look before its late write.
+		proxy.Pass()
 	}
 	tokenB = b.Token()
 	if tokenB <= tokenA {
@@ -67,7 +84,7 @@ func crash(t *testing.T, write func(who string, token int64) error) (a *zkrecipe
 	return a, tokenA, tokenB
 }
 
-// TestCrashSQL: A, paused past its session timeout, resumes after B took
+// TestCrashSQL: A, silent past its session timeout, resumes after B took
 // the lock and wrote; A's write, fenced with its old token in the same
 // transaction, is refused by PostgreSQL and changes nothing.
 func TestCrashSQL(t *testing.T) {
@@ -78,7 +95,7 @@ func TestCrashSQL(t *testing.T) {
 	write := func(who string, token int64) error {
 		return fence.Write(ctx, db, nil, "acct-1", token, setOwner(ctx, fencing.PostgreSQL, accounts, "acct-1", who))
 	}
-	_, tokenA, tokenB := crash(t, write)
+	_, tokenA, tokenB := crash(t, true, write)
 
 	err := write("A (late)", tokenA)
 	var stale *fencing.StaleError
@@ -140,7 +157,7 @@ func TestCrashHTTP(t *testing.T) {
 		}
 		return nil
 	}
-	a, tokenA, tokenB := crash(t, write)
+	a, tokenA, tokenB := crash(t, false, write)
 	source.Mutex = a
 
 	// A, resumed, still has the token it read before pausing.
@@ -197,10 +214,10 @@ type lockSource struct{ *zkrecipes.Mutex }
 func TestCrashRegister(t *testing.T) {
 	zktest.CheckLeaks(t)
 	ctx := context.Background()
-	s := zkSession(t)
+	s := zkSession(t, zkAddrs(t))
 	reg := fencing.NewRegister(s, registerDir(t, s)+"/reg", nil)
 	write := func(who string, token int64) error { return reg.Write(ctx, token, []byte(who)) }
-	_, tokenA, tokenB := crash(t, write)
+	_, tokenA, tokenB := crash(t, false, write)
 
 	err := write("A (late)", tokenA)
 	var stale *fencing.StaleError
@@ -219,7 +236,7 @@ func TestCrashRegister(t *testing.T) {
 func TestRegister(t *testing.T) {
 	zktest.CheckLeaks(t)
 	ctx := context.Background()
-	s := zkSession(t)
+	s := zkSession(t, zkAddrs(t))
 	p := registerDir(t, s) + "/reg"
 	reg := fencing.NewRegister(s, p, nil)
 	if tok, v, err := reg.Read(ctx); err != nil || tok != 0 || v != nil {

@@ -121,14 +121,21 @@ func newTable(t *testing.T, db *sql.DB, d fencing.Dialect) (*fencing.Table, stri
 	return fence, accounts
 }
 
-// zkSession opens a Session on the package's ZooKeeper, closed when the
-// test ends.
-func zkSession(t *testing.T, opts ...zkrecipes.SessionOption) *zkrecipes.Session {
+// zkAddrs returns the addresses of the package's ZooKeeper, skipping the
+// test (failing it in CI) when there is none.
+func zkAddrs(t *testing.T) []string {
 	t.Helper()
 	zktest.SkipOrFail(t, zkErr)
+	return zk.Addrs()
+}
+
+// zkSession opens a Session on the package's ZooKeeper (servers: its
+// addresses, or a proxy's), closed when the test ends.
+func zkSession(t *testing.T, servers []string, opts ...zkrecipes.SessionOption) *zkrecipes.Session {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(20*time.Second))
 	defer cancel()
-	s, err := zkrecipes.NewSession(ctx, zk.Addrs(), opts...)
+	s, err := zkrecipes.NewSession(ctx, servers, opts...)
 	if err != nil {
 		t.Fatalf("NewSession: %v", err)
 	}
