@@ -42,8 +42,8 @@ func checkToken(resource string, token int64) error {
 }
 
 // A TokenSource gives the fencing token of a current holding, 0 when there
-// is none. [*zkrecipes.Mutex], [*zkrecipes.RWMutex] and
-// [*zkrecipes.Election] are TokenSources.
+// is none. *zkrecipes.Mutex, *zkrecipes.RWMutex and
+// *zkrecipes.Election are TokenSources.
 type TokenSource interface {
 	Token() int64
 }

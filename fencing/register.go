@@ -27,7 +27,7 @@ type Conn interface {
 // The session that writes a Register need not be the lock's: a holder
 // whose lock session expired writes with a new one, and that late write is
 // what the token refuses. To make a write conditional on still holding the
-// lock instead, with the lock's own session, see [zkrecipes.Mutex.HeldOp].
+// lock instead, with the lock's own session, see zkrecipes.Mutex.HeldOp.
 //
 // A Register is safe for concurrent use.
 type Register struct {
