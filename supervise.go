@@ -13,7 +13,7 @@ import (
 // losses and session expiry, and run the caller's work only while it is
 // held.
 
-// SuperviseOption configures RunWhileLeader, RunWhileLocked and
+// SuperviseOption configures [RunWhileLeader], [RunWhileLocked] and
 // RunAsMember.
 type SuperviseOption func(*superviseConfig)
 
@@ -26,13 +26,13 @@ type superviseConfig struct {
 
 // DefaultGracePeriod is how long a supervisor waits, by default, for the
 // work to return after cancelling its context before it releases what it
-// holds anyway (see WithGracePeriod).
+// holds anyway (see [WithGracePeriod]).
 const DefaultGracePeriod = 10 * time.Second
 
 // WithGracePeriod sets how long a supervisor waits for the work to return
 // once it cancelled the work's context (the holding was lost, or the
 // caller's context ended) before it releases the holding regardless
-// (default DefaultGracePeriod). An overrun is reported (SupervisorOverran)
+// (default [DefaultGracePeriod]). An overrun is reported ([SupervisorOverran])
 // and logged on the session's logger. The supervisor still waits for the
 // work to return before it acquires again or returns itself: a process
 // never runs the work twice at once, and nothing of it is left running.
@@ -44,7 +44,7 @@ func WithGracePeriod(d time.Duration) SuperviseOption {
 // WithRetry decides what a supervisor does when the work returns on its
 // own, while the holding was still held and the caller's context alive:
 // retry(err) true releases the holding and acquires it again after a
-// pause (see RunWhileLeader); false releases it and makes the supervisor return
+// pause (see [RunWhileLeader]); false releases it and makes the supervisor return
 // err. The default retries a non-nil error and stops on nil (the work is
 // done). retry is not asked when the work returns after its context was
 // cancelled: after a loss the supervisor always acquires again, and when
@@ -58,21 +58,21 @@ func WithRetry(retry func(err error) bool) SuperviseOption {
 }
 
 // WithSupervisorEvents calls f with each step of the supervisor's life
-// (see SupervisorEvent), synchronously, on the supervisor's goroutine: f
+// (see [SupervisorEvent]), synchronously, on the supervisor's goroutine: f
 // must return quickly and not block. The recipes' own events (the
 // Observer's Queued, Granted, Lost...) are told by the sessions the
-// factory makes, if it gives them WithObserver.
+// factory makes, if it gives them [WithObserver].
 func WithSupervisorEvents(f func(SupervisorEvent)) SuperviseOption {
 	return func(c *superviseConfig) { c.events = f }
 }
 
-// WithLockOptions passes options to the Mutex of RunWhileLocked (such as
-// WithNodeData). Other supervisors ignore them.
+// WithLockOptions passes options to the Mutex of [RunWhileLocked] (such as
+// [WithNodeData]). Other supervisors ignore them.
 func WithLockOptions(opts ...LockOption) SuperviseOption {
 	return func(c *superviseConfig) { c.lock = append(c.lock, opts...) }
 }
 
-// SupervisorState is a step of a supervisor's life, for SupervisorEvent.
+// SupervisorState is a step of a supervisor's life, for [SupervisorEvent].
 type SupervisorState string
 
 // The steps of a supervisor's life. A supervisor's events follow this
@@ -109,37 +109,40 @@ type SupervisorEvent struct {
 }
 
 // RunWhileLeader campaigns in the election on path as id (see
-// NewElection) and runs work while it leads, again and again, until ctx
-// ends or work's result stops it (see WithRetry); it is Apache Curator's
+// [NewElection]) and runs work while it leads, again and again, until ctx
+// ends or work's result stops it (see [WithRetry]); it is Apache Curator's
 // LeaderSelector with autoRequeue, or kazoo's Election.run in a loop.
 //
 // Each time it leads, work runs with a context that is cancelled at the
 // first sign of loss: when the leadership's Lost channel closes (the
 // session expired or was closed, the node was deleted, or, in strict mode,
-// the session may be about to expire; see WithStrict), or when ctx ends.
+// the session may be about to expire; see [WithStrict]), or when ctx ends.
 // work must then return promptly: the supervisor waits for it (see
-// WithGracePeriod) before it resigns, campaigns again or returns, so that
+// [WithGracePeriod]) before it resigns, campaigns again or returns, so that
 // a process never runs work twice at once and, with strict sessions, the
 // work is cancelled before another process can lead. As with any lease,
 // a process that is frozen, or work that overruns the grace period, can
 // still act after another leader was elected: guard what the work writes
-// with the context's cancellation and a fencing token (Election.Token,
-// in SupervisorEvent's Running).
+// with the context's cancellation and the leadership's fencing token,
+// which [HeldToken] reads from the work's context.
 //
 // The sessions come from newSession and belong to the supervisor, which
 // closes them: a session whose holding was lost while it lives (a node
 // deleted, strict mode) is used again; one that is over (expired, or
 // closed after a release that could not be confirmed) is replaced by a
-// new one. newSession must return when its ctx ends. Failures (of
-// newSession, of a campaign, of work retried) are retried after a pause
-// that grows with jitter from 100 ms to 5 s and starts over once things
-// went well for a while, so a permanent failure costs a few attempts a
-// minute, not a tight loop.
+// new one. newSession must return when its ctx ends. Every attempt after
+// the first (after a failure of newSession, of a campaign or of the work,
+// or after a loss) waits for a pause drawn from the upper half of a bound
+// that doubles from 100 ms to 5 s and starts over after 10 s without a
+// failure: a permanent failure costs an attempt every 2.5 to 5 s, not a
+// tight loop. A supervisor costs a goroutine for the work, besides its
+// session's.
 //
-// When ctx ends, the supervisor cancels work, waits for it, resigns,
+// When ctx ends, the supervisor cancels work, waits for it, resigns (the
+// delete is retried for up to the session timeout on a broken link),
 // closes its session and returns nil. It returns early with an error only
 // for an invalid argument, an error a new attempt cannot cure (an ACL
-// refusing the session, say), or work's error when WithRetry says to
+// refusing the session, say), or work's error when [WithRetry] says to
 // stop.
 func RunWhileLeader(ctx context.Context, newSession func(context.Context) (*Session, error), path, id string, work func(ctx context.Context) error, opts ...SuperviseOption) error {
 	if id == "" {
@@ -152,8 +155,8 @@ func RunWhileLeader(ctx context.Context, newSession func(context.Context) (*Sess
 
 // RunWhileLocked locks the Mutex on path and runs work while it holds it,
 // again and again, until ctx ends or work's result stops it: it is
-// RunWhileLeader (read it for the whole contract) with a Mutex (given
-// WithLockOptions) instead of an election.
+// [RunWhileLeader] (read it for the whole contract) with a [Mutex] (given
+// [WithLockOptions]) instead of an election.
 func RunWhileLocked(ctx context.Context, newSession func(context.Context) (*Session, error), path string, work func(ctx context.Context) error, opts ...SuperviseOption) error {
 	return supervise(ctx, newSession, "mutex", path, work, opts, func(s *Session, c *superviseConfig) holding {
 		return mutexHolding{NewMutex(s, path, c.lock...)}
@@ -161,8 +164,8 @@ func RunWhileLocked(ctx context.Context, newSession func(context.Context) (*Sess
 }
 
 // RunAsMember joins the group on path as memberID with data (see
-// JoinGroup) and runs work while it is a member, again and again, until
-// ctx ends or work's result stops it: it is RunWhileLeader (read it for
+// [JoinGroup]) and runs work while it is a member, again and again, until
+// ctx ends or work's result stops it: it is [RunWhileLeader] (read it for
 // the whole contract) with a membership instead of a leadership. If
 // memberID is taken, by another session or by this process's own node of
 // a session that is not over yet, it waits until that member is gone.
@@ -176,6 +179,18 @@ func RunAsMember(ctx context.Context, newSession func(context.Context) (*Session
 	return supervise(ctx, newSession, "group", path, work, opts, func(s *Session, _ *superviseConfig) holding {
 		return &groupHolding{s: s, path: path, id: memberID, data: data}
 	})
+}
+
+// tokenKey is the context key of the fencing token of supervised work.
+type tokenKey struct{}
+
+// HeldToken returns the fencing token of the holding under which the
+// supervised work given ctx runs (see [Mutex.Token] and [Election.Token]),
+// for the work to give to the resource it guards, and whether ctx is such
+// a work's context (or derived from one). A membership has no token: 0.
+func HeldToken(ctx context.Context) (token int64, ok bool) {
+	token, ok = ctx.Value(tokenKey{}).(int64)
+	return token, ok
 }
 
 // holding is what a supervisor acquires on one session, once.
@@ -339,9 +354,10 @@ func (sv *supervisor) once(ctx context.Context) (stop bool, err error) {
 	default:
 	}
 
-	wctx, cancel := context.WithCancel(ctx)
+	token := h.token()
+	wctx, cancel := context.WithCancel(context.WithValue(ctx, tokenKey{}, token))
 	defer cancel()
-	sv.tell(SupervisorEvent{State: SupervisorRunning, Token: h.token()})
+	sv.tell(SupervisorEvent{State: SupervisorRunning, Token: token})
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- sv.work(wctx) }()

@@ -23,7 +23,11 @@ import (
 // its work once at a time), and none of another that was not cancelled or
 // has not returned (two processes never act at once).
 type runs struct {
-	t   *testing.T
+	t *testing.T
+	// linger is how long work goes on after its context is cancelled
+	// (a slow shutdown), to see that nothing starts meanwhile.
+	linger time.Duration
+
 	mu  sync.Mutex
 	all []*run
 }
@@ -32,15 +36,19 @@ type run struct {
 	who     string
 	ctx     context.Context
 	session int64
+	token   int64 // zkrecipes.HeldToken's; -1 if it had none
 	done    bool
 }
 
 // work returns supervised work for who: it records the run, then waits
-// for its context to be cancelled, or returns what body returns if body
-// is not nil. session tells the run's session id.
+// for its context to be cancelled and returns linger later, or returns
+// what body returns if body is not nil. session tells the run's session id.
 func (rs *runs) work(who string, session func() int64, body func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
-		r := &run{who: who, ctx: ctx}
+		r := &run{who: who, ctx: ctx, token: -1}
+		if tok, ok := zkrecipes.HeldToken(ctx); ok {
+			r.token = tok
+		}
 		if session != nil {
 			r.session = session()
 		}
@@ -67,6 +75,7 @@ func (rs *runs) work(who string, session func() int64, body func(context.Context
 			return body(ctx)
 		}
 		<-ctx.Done()
+		time.Sleep(rs.linger)
 		return ctx.Err()
 	}
 }
@@ -222,7 +231,7 @@ func TestRunWhileLeaderLossAndExpiry(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, time.Minute)
 	path := e.path + "/leader"
-	rs := &runs{t: t}
+	rs := &runs{t: t, linger: 300 * time.Millisecond}
 	f := newFactory(t, e.servers, shortSessions(2*time.Second)...)
 	var ev supEvents
 	sctx, stop := context.WithCancel(ctx)
@@ -244,6 +253,9 @@ func TestRunWhileLeaderLossAndExpiry(t *testing.T) {
 	if r2.session != r1.session {
 		t.Errorf("after the node was deleted, ran on session 0x%x, not on the live one 0x%x", r2.session, r1.session)
 	}
+	if r1.token <= 0 || r2.token <= r1.token {
+		t.Errorf("fencing tokens %d then %d, want positive and increasing", r1.token, r2.token)
+	}
 	if _, ok := ev.find(func(e zkrecipes.SupervisorEvent) bool {
 		return e.State == zkrecipes.SupervisorCancelled && e.Reason == zkrecipes.LossDeleted
 	}); !ok {
@@ -258,6 +270,9 @@ func TestRunWhileLeaderLossAndExpiry(t *testing.T) {
 	}
 	if r3.session == r2.session {
 		t.Errorf("after the expiry, ran again on the expired session 0x%x", r3.session)
+	}
+	if r3.token <= r2.token {
+		t.Errorf("fencing token %d after the expiry, want above %d", r3.token, r2.token)
 	}
 	closed(t, first.Done(), "the expired session")
 	if _, ok := ev.find(func(e zkrecipes.SupervisorEvent) bool {
@@ -295,7 +310,7 @@ func TestRunWhileLeaderStrictCutLink(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, time.Minute)
 	path := e.path + "/leader"
-	rs := &runs{t: t}
+	rs := &runs{t: t, linger: 300 * time.Millisecond}
 	px := e.proxy()
 	fa := newFactory(t, []string{px.Addr()}, shortSessions(2*time.Second, zkrecipes.WithStrict())...)
 	fb := newFactory(t, e.servers, shortSessions(2*time.Second)...)
@@ -356,7 +371,7 @@ func TestSuperviseStrictLossSessionLives(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, time.Minute)
 	path := e.path + "/lock"
-	rs := &runs{t: t}
+	rs := &runs{t: t, linger: 300 * time.Millisecond}
 	px := e.proxy()
 	// The link comes back as soon as the strict margin (2 s) passed, well
 	// before the server could expire the session (4 s).
@@ -401,7 +416,9 @@ func TestSuperviseNoTightLoop(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	start := time.Now()
-	done := async(func() error { return zkrecipes.RunWhileLeader(sctx, f.new, path, "a", func(context.Context) error { return nil }) })
+	done := async(func() error {
+		return zkrecipes.RunWhileLeader(sctx, f.new, path, "a", func(context.Context) error { return nil })
+	})
 	e.waitFor("two attempts", func() bool { return f.calls.Load() >= 2 })
 	time.Sleep(window - time.Since(start)) // the window is the measure, not a wait for an event
 	stop()
@@ -501,21 +518,28 @@ func TestRunAsMember(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, time.Minute)
 	path := e.path + "/group"
-	rs := &runs{t: t}
+	rs := &runs{t: t, linger: 300 * time.Millisecond}
 	fa := newFactory(t, e.servers, shortSessions(2*time.Second)...)
 	fb := newFactory(t, e.servers, shortSessions(2*time.Second)...)
 	actx, stopA := context.WithCancel(ctx)
 	defer stopA()
-	a := async(func() error { return zkrecipes.RunAsMember(actx, fa.new, path, "m", []byte("a"), rs.work("a", fa.last, nil)) })
+	a := async(func() error {
+		return zkrecipes.RunAsMember(actx, fa.new, path, "m", []byte("a"), rs.work("a", fa.last, nil))
+	})
 	r1 := rs.waitRunning("a", 1)
 	must(t, e.admin.Delete(path+"/m", -1), "delete the member's node")
 	r2 := rs.waitRunning("a", 2)
 	if r1.ctx.Err() == nil || r2.session != r1.session {
 		t.Errorf("after a deletion: run 1 cancelled %v, session 0x%x then 0x%x", r1.ctx.Err() != nil, r1.session, r2.session)
 	}
+	if r1.token != 0 {
+		t.Errorf("a member's work has token %d, want 0", r1.token)
+	}
 	bctx, stopB := context.WithCancel(ctx)
 	defer stopB()
-	b := async(func() error { return zkrecipes.RunAsMember(bctx, fb.new, path, "m", []byte("b"), rs.work("b", fb.last, nil)) })
+	b := async(func() error {
+		return zkrecipes.RunAsMember(bctx, fb.new, path, "m", []byte("b"), rs.work("b", fb.last, nil))
+	})
 	e.waitFor("b waiting for the id", func() bool { return watchersOf(t, e.servers[0], path+"/m") == 2 })
 	stopA()
 	must(t, result(t, a, "a"), "a")
