@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // This file is the supervisors: RunWhileLeader, RunWhileLocked and
@@ -339,10 +341,10 @@ func (sv *supervisor) once(ctx context.Context) (stop bool, err error) {
 		switch {
 		case ctx.Err() != nil:
 			return true, nil
-		case s.Err() != nil, errors.Is(err, ErrConnectionLoss), errors.Is(err, ErrReleaseUnconfirmed), errors.Is(err, ErrNodeLost):
-			return false, err
+		case s.Err() == nil && incurable(err):
+			return true, errorf("supervise %s %s: %w", sv.recipe, sv.path, err)
 		}
-		return true, errorf("supervise %s %s: %w", sv.recipe, sv.path, err)
+		return false, err
 	}
 	lost := h.lost()
 	select {
@@ -409,6 +411,20 @@ func (sv *supervisor) once(ctx context.Context) (stop bool, err error) {
 		return false, nil
 	}
 	return false, errorf("supervised work: %w", werr)
+}
+
+// incurable tells an acquisition's error that another attempt would meet
+// again: a bad argument, path or ACL, a node refusing the session, a
+// request too large. Any other (a connection loss, a server's error, a
+// release not confirmed) is retried, after a pause.
+func incurable(err error) bool {
+	for _, e := range []error{ErrInvalidArgument, ErrSequenceWrapped, zkclient.ErrInvalidPath, zkclient.ErrTooLarge,
+		zkclient.ErrNoAuth, zkclient.ErrInvalidACL, zkclient.ErrBadArguments, zkclient.ErrNoChildrenForEphemerals, zkclient.ErrUnimplemented} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // release gives h back, unless the session is over; if that cannot be

@@ -506,6 +506,18 @@ func TestSuperviseRetryAndGrace(t *testing.T) {
 			t.Errorf("bad argument: %v, want ErrInvalidArgument", err)
 		}
 	}
+
+	// A path whose ACL refuses the session: no attempt can cure that.
+	ro := e.path + "/read-only"
+	e.mkdirs(e.path)
+	_, err = e.admin.Create(ro, nil, zkclient.Persistent, zkclient.WorldACL(zkclient.PermRead))
+	must(t, err, "create %s", ro)
+	rctx, cancel := context.WithTimeout(ctx, zktest.Bound(5*time.Second))
+	defer cancel()
+	if err := zkrecipes.RunWhileLocked(rctx, f.new, ro, rs.work("x", nil, nil)); !errors.Is(err, zkclient.ErrNoAuth) {
+		t.Errorf("RunWhileLocked on a path refusing the session = %v, want ErrNoAuth", err)
+	}
+	f.allClosed()
 	if n := rs.count("x"); n != 0 {
 		t.Errorf("work ran %d times with a bad argument", n)
 	}
