@@ -77,13 +77,12 @@ func WithLockOptions(opts ...LockOption) SuperviseOption {
 // SupervisorState is a step of a supervisor's life, for [SupervisorEvent].
 type SupervisorState string
 
-// The steps of a supervisor's life. A supervisor's events follow this
-// pattern, the run's steps repeating: [Pause] [Renewing] Acquiring
-// (Running Cancelled? Overran? Returned/Released...) ... Stopped. Exactly:
-// each Running is followed by one Returned and at most one Cancelled
-// (before it, unless the work returned on its own), one Overran if the
-// grace period passed, and one Released when the holding was still there
-// to give back.
+// The steps of a supervisor's life. Each attempt is: Pause (from the
+// second attempt on), Renewing (when there is no live session), Acquiring,
+// and, if that succeeded, Running, then Cancelled unless the work returned
+// on its own, then either Returned and Released, or (past the grace
+// period) Overran, Released and Returned. Released is told only when the
+// session lived to give the holding back. Stopped is the last event.
 const (
 	SupervisorPause     SupervisorState = "pause"     // waiting Pause before the next attempt; Err says why
 	SupervisorRenewing  SupervisorState = "renewing"  // asking the factory for a session (none yet, or the last is over: Err)

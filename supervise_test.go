@@ -402,7 +402,8 @@ func TestSuperviseStrictLossSessionLives(t *testing.T) {
 // TestSuperviseNoTightLoop: under a permanent failure, of the session
 // factory or of the work, a supervisor's attempts are spaced by a pause
 // that doubles (at least 50 ms, 100 ms, 200 ms...): within 2 s, at most
-// six attempts. Stopped while it renews, it returns at once.
+// six attempts. Stopped in a pause or while the factory works, it returns
+// at once.
 func TestSuperviseNoTightLoop(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxTimeout(t, time.Minute)
@@ -425,7 +426,7 @@ func TestSuperviseNoTightLoop(t *testing.T) {
 	if n := f.calls.Load(); n > most {
 		t.Errorf("the factory was called %d times in %v, want at most %d", n, time.Since(start).Round(time.Millisecond), most)
 	}
-	must(t, result(t, done, "RunWhileLeader stopped while renewing"), "RunWhileLeader stopped while renewing")
+	must(t, result(t, done, "RunWhileLeader stopped in a pause"), "RunWhileLeader stopped in a pause")
 
 	// The work fails at once, every time.
 	f = newFactory(t, e.servers, shortSessions(2*time.Second)...)
@@ -449,6 +450,21 @@ func TestSuperviseNoTightLoop(t *testing.T) {
 	}
 	f.allClosed()
 	e.empty(path)
+
+	// Stopped while the factory is making a session.
+	asked := make(chan struct{})
+	sctx, stop = context.WithCancel(ctx)
+	defer stop()
+	done = async(func() error {
+		return zkrecipes.RunWhileLeader(sctx, func(ctx context.Context) (*zkrecipes.Session, error) {
+			close(asked)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, path, "a", func(context.Context) error { return nil })
+	})
+	<-asked
+	stop()
+	must(t, result(t, done, "RunWhileLeader stopped while renewing"), "RunWhileLeader stopped while renewing")
 }
 
 // TestSuperviseRetryAndGrace: WithRetry decides what the work's return
