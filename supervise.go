@@ -81,8 +81,10 @@ type SupervisorState string
 // second attempt on), Renewing (when there is no live session), Acquiring,
 // and, if that succeeded, Running, then Cancelled unless the work returned
 // on its own, then either Returned and Released, or (past the grace
-// period) Overran, Released and Returned. Released is told only when the
-// session lived to give the holding back. Stopped is the last event.
+// period) Overran, Released and Returned; a holding void as soon as
+// acquired (strict mode, a link still down) is Released without Running.
+// Released is told only when the session lived to give the holding back.
+// Stopped is the last event.
 const (
 	SupervisorPause     SupervisorState = "pause"     // waiting Pause before the next attempt; Err says why
 	SupervisorRenewing  SupervisorState = "renewing"  // asking the factory for a session (none yet, or the last is over: Err)
