@@ -531,18 +531,14 @@ func KeepRegistered(ctx context.Context, newSession func(context.Context) (*Sess
 		return errorf("keep registered in %s: %w", basePath, err)
 	}
 	node := basePath + "/" + inst.Name + "/" + inst.ID
-	pause := 100 * time.Millisecond
+	var b backoff
 	for ctx.Err() == nil {
 		s, err := newSession(ctx)
 		if err != nil {
-			select {
-			case <-time.After(pause):
-				pause = min(2*pause, 5*time.Second)
-			case <-ctx.Done():
-			}
+			b.wait(ctx, b.next())
 			continue
 		}
-		pause = 100 * time.Millisecond
+		b.reset()
 		err = keepOnSession(ctx, NewDiscovery(s, basePath), node, inst)
 		s.Close()
 		if err != nil {

@@ -301,7 +301,7 @@ func (n *PersistentNode) renewSession(ctx context.Context, old *Session) (*Sessi
 	}
 	n.mu.Unlock()
 	old.log.Warn("zkrecipes: session expired; renewing it to keep a persistent node", "path", n.path)
-	pause := 100 * time.Millisecond
+	var b backoff
 	for {
 		s, err := n.renew(ctx)
 		if err == nil {
@@ -311,11 +311,8 @@ func (n *PersistentNode) renewSession(ctx context.Context, old *Session) (*Sessi
 			return s, nil
 		}
 		old.log.Warn("zkrecipes: renewing the session of a persistent node failed", "path", n.path, "err", err)
-		select {
-		case <-time.After(pause):
-			pause = min(2*pause, 5*time.Second)
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := b.wait(ctx, b.next()); err != nil {
+			return nil, err
 		}
 	}
 }
