@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -212,22 +213,22 @@ func (d *Discovery) Provider(ctx context.Context, name string, opts ...ProviderO
 func (p *Provider) Instances() []ServiceInstance {
 	all := p.c.Instances()
 	now := p.down.now()
-	p.down.mu.Lock()
-	defer p.down.mu.Unlock()
 	var out []ServiceInstance
-next:
+	p.down.mu.Lock()
 	for _, in := range all {
-		if in.Disabled || !p.down.up(in, now) {
-			continue
+		if !in.Disabled && p.down.up(in, now) {
+			out = append(out, in)
 		}
+	}
+	p.down.mu.Unlock()
+	return slices.DeleteFunc(out, func(in ServiceInstance) bool {
 		for _, keep := range p.filters {
 			if !keep(in) {
-				continue next
+				return true
 			}
 		}
-		out = append(out, in)
-	}
-	return out
+		return false
+	})
 }
 
 // Instance picks a usable instance with the strategy, or returns an error

@@ -69,7 +69,11 @@ func TestServiceCache(t *testing.T) {
 	waitInstances(t, c2, "a", "b")
 	waitInstances(t, c1, "a", "b")
 
+	// A change costs the shared copy one read of the instance (and an
+	// exists of the service's node), no listing; two copies would read
+	// twice.
 	ch := c1.Changed()
+	before := s.Stats()
 	up := r2.Instance()
 	up.Port = 3
 	must(t, r2.Update(ctx, up), "Update")
@@ -78,6 +82,9 @@ func TestServiceCache(t *testing.T) {
 		in := c2.Instances()
 		return len(in) == 2 && in[1].Port == 3
 	})
+	if after := s.Stats(); after.Listings != before.Listings || after.Reads-before.Reads > 2 {
+		t.Errorf("one update cost %d listings and %d reads, want 0 and at most 2", after.Listings-before.Listings, after.Reads-before.Reads)
+	}
 
 	_, err = e.admin.Create(base+"/web/junk", []byte("not json"), zkclient.Persistent, openACL)
 	must(t, err, "create junk")
@@ -337,6 +344,32 @@ func TestServiceTransport(t *testing.T) {
 	}
 	if hits[2].Load() != before {
 		t.Errorf("the failing instance got %d more requests", hits[2].Load()-before)
+	}
+	// An instance that refuses connections: the transport's errors count.
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err, "listen")
+	deadPort := dead.Addr().(*net.TCPAddr).Port
+	dead.Close()
+	_, err = d.Register(ctx, zkrecipes.ServiceInstance{Name: "web", ID: "dead", Address: "127.0.0.1", Port: deadPort})
+	must(t, err, "Register")
+	e.waitFor("four instances", func() bool {
+		p, err := d.Provider(ctx, "web")
+		if err != nil {
+			return false
+		}
+		defer p.Close()
+		return len(p.Instances()) == 4
+	})
+	refused := 0
+	for range 12 {
+		if resp, err := client.Get("zk://web/"); err != nil {
+			refused++
+		} else {
+			resp.Body.Close()
+		}
+	}
+	if refused != 2 {
+		t.Errorf("%d requests refused, want 2 (then the instance is down)", refused)
 	}
 	if _, err := client.Get("zk://nothing/"); !errors.Is(err, zkrecipes.ErrNoInstances) {
 		t.Errorf("GET of a service without instances = %v", err)

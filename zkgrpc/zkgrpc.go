@@ -68,8 +68,8 @@ func WithSSLPort() Option { return func(b *builder) { b.ssl = true } }
 //
 // The resolver sends the ClientConn the usable instances (enabled, passing
 // the filters, with an address and a port) at once and after each change,
-// each as an address "<address>:<port>" carrying the instance (see
-// Instance). When there is none, it reports an error saying so (calls
+// each as an endpoint of one address "<address>:<port>", carrying the
+// instance (see Instance). When there is none, it reports an error saying so (calls
 // fail with it, or wait for an instance if they WaitForReady), having sent
 // the empty list first if it had sent addresses, so that calls stop going
 // to instances that left or were disabled.
@@ -186,7 +186,10 @@ func (r *zkResolver) update(insts []zkrecipes.ServiceInstance) {
 			continue
 		}
 		st.Addresses = append(st.Addresses, a)
-		st.Endpoints = append(st.Endpoints, resolver.Endpoint{Addresses: []resolver.Address{a}})
+		st.Endpoints = append(st.Endpoints, resolver.Endpoint{
+			Addresses:  []resolver.Address{a},
+			Attributes: attributes.New(instanceKey{}, instanceValue{in}),
+		})
 	}
 	if len(st.Addresses) > 0 || r.sent {
 		// The empty list too, once addresses were sent: calls must stop
@@ -216,10 +219,7 @@ func (b *builder) address(in zkrecipes.ServiceInstance) (resolver.Address, bool)
 	if port == 0 {
 		return resolver.Address{}, false
 	}
-	return resolver.Address{
-		Addr:               net.JoinHostPort(in.Address, strconv.Itoa(port)),
-		BalancerAttributes: attributes.New(instanceKey{}, instanceValue{in}),
-	}, true
+	return resolver.Address{Addr: net.JoinHostPort(in.Address, strconv.Itoa(port))}, true
 }
 
 type instanceKey struct{}
@@ -239,11 +239,11 @@ func (v instanceValue) Equal(o any) bool {
 	return errA == nil && errB == nil && string(a) == string(b)
 }
 
-// Instance returns the service instance an address from the resolver
-// stands for (in its BalancerAttributes), for a balancer or an interceptor
-// that wants the instance's payload.
-func Instance(a resolver.Address) (zkrecipes.ServiceInstance, bool) {
-	v, ok := a.BalancerAttributes.Value(instanceKey{}).(instanceValue)
+// Instance returns the service instance an endpoint from the resolver
+// stands for (in its Attributes), for a balancer that wants the instance's
+// payload.
+func Instance(e resolver.Endpoint) (zkrecipes.ServiceInstance, bool) {
+	v, ok := e.Attributes.Value(instanceKey{}).(instanceValue)
 	return v.in, ok
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/resolver"
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient"
@@ -192,12 +194,38 @@ func TestResolver(t *testing.T) {
 	}
 	spread("calls over the three servers", servers[0].addr, servers[1].addr, servers[2].addr)
 
-	// Stopped: its registration vanishes, and calls go to the others.
-	servers[0].srv.GracefulStop()
-	servers[0].wait(t)
-	if in, ok, err := d.Instance(ctx, "echo", "0"); ok || err != nil {
-		t.Errorf("instance 0 after GracefulStop: %+v, %v, %v", in, ok, err)
+	// Stopped: its registration vanishes as the drain begins (a stream
+	// still open holds GracefulStop), and calls go to the others.
+	direct, err := grpc.NewClient(servers[0].addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer direct.Close()
+	wctx, endStream := context.WithCancel(ctx)
+	defer endStream()
+	stream, err := healthpb.NewHealthClient(direct).Watch(wctx, &healthpb.HealthCheckRequest{})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	if err != nil {
+		t.Fatalf("watch on server 0: %v", err)
+	}
+	stopped := make(chan struct{})
+	go func() { servers[0].srv.GracefulStop(); close(stopped) }()
+	zktest.Eventually(t, 20*time.Second, "instance 0 unregistered while draining", func() error {
+		if _, ok, err := d.Instance(ctx, "echo", "0"); ok || err != nil {
+			return fmt.Errorf("instance 0 still there (%v)", err)
+		}
+		return nil
+	})
+	select {
+	case <-stopped:
+		t.Error("GracefulStop returned with a stream open")
+	default:
+	}
+	endStream()
+	<-stopped
+	servers[0].wait(t)
 	spread("calls over the two left", servers[1].addr, servers[2].addr)
 
 	// Restarted on a new port: found.
@@ -240,7 +268,8 @@ func TestResolver(t *testing.T) {
 }
 
 // TestResolverNoInstances: a service without instances fails calls with
-// the resolver's error, not silently; a bad target fails at once.
+// the resolver's error, not silently, also once its only instance is
+// disabled; a bad target fails at once.
 func TestResolverNoInstances(t *testing.T) {
 	zktest.SkipOrFail(t, sharedErr)
 	zktest.CheckLeaks(t)
@@ -258,6 +287,50 @@ func TestResolverNoInstances(t *testing.T) {
 		t.Errorf("call to a service without instances = %v", err)
 	}
 
+	// An instance that was usable and is disabled: calls stop going there.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go srv.Serve(lis)
+	defer srv.Stop()
+	s, err := newSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	port := lis.Addr().(*net.TCPAddr).Port
+	r, err := zkrecipes.NewDiscovery(s, base).Register(ctx, zkrecipes.ServiceInstance{Name: "nothing", ID: "x", Address: "127.0.0.1", Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 20*time.Second, "a call to the registered instance", func() error {
+		_, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		return err
+	})
+	in := r.Instance()
+	in.Disabled = true
+	if err := r.Update(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 20*time.Second, "calls failing after the instance was disabled", func() error {
+		_, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		if err == nil || !strings.Contains(err.Error(), `no usable instance of service "nothing"`) {
+			return fmt.Errorf("call = %v", err)
+		}
+		return nil
+	})
+	if err := r.Unregister(ctx); err != nil {
+		t.Error(err)
+	}
+	for _, p := range []string{base + "/nothing", base} {
+		if err := s.Client().Delete(ctx, p, -1); err != nil {
+			t.Errorf("delete %s: %v", p, err)
+		}
+	}
+
 	bad, err := grpc.NewClient("zk://host/x", grpc.WithResolvers(b), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err == nil {
 		defer bad.Close()
@@ -265,5 +338,58 @@ func TestResolverNoInstances(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "want zk:///<service>") {
 		t.Errorf("bad target = %v", err)
+	}
+}
+
+// recorder is the resolver's view of a ClientConn, recording the states it
+// is sent, to look at the endpoints' attributes.
+type recorder struct {
+	resolver.ClientConn
+	states chan resolver.State
+}
+
+func (r *recorder) UpdateState(s resolver.State) error { r.states <- s; return nil }
+func (r *recorder) ReportError(error)                  {}
+
+// TestInstanceAttributes: each endpoint carries its instance, payload
+// included, and filters leave instances out.
+func TestInstanceAttributes(t *testing.T) {
+	zktest.SkipOrFail(t, sharedErr)
+	zktest.CheckLeaks(t)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(30*time.Second))
+	defer cancel()
+	base := fmt.Sprintf("/zkgrpc-%s-%d", t.Name(), time.Now().UnixNano())
+	s, err := newSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	d := zkrecipes.NewDiscovery(s, base)
+	for i, zone := range []string{"a", "b"} {
+		r, err := d.Register(ctx, zkrecipes.ServiceInstance{Name: "svc", ID: zone, Address: "127.0.0.1", Port: 7000 + i, Payload: []byte(`{"zone":"` + zone + `"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Unregister(ctx)
+	}
+	b := zkgrpc.NewBuilder(newSession, base, zkgrpc.WithFilter(func(in zkrecipes.ServiceInstance) bool { return in.ID != "b" }))
+	rec := &recorder{states: make(chan resolver.State, 10)}
+	u, _ := url.Parse("zk:///svc")
+	r, err := b.Build(resolver.Target{URL: *u}, rec, resolver.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	select {
+	case st := <-rec.states:
+		if len(st.Endpoints) != 1 || st.Endpoints[0].Addresses[0].Addr != "127.0.0.1:7000" {
+			t.Fatalf("state %+v, want the one endpoint 127.0.0.1:7000", st)
+		}
+		in, ok := zkgrpc.Instance(st.Endpoints[0])
+		if !ok || in.ID != "a" || string(in.Payload) != `{"zone":"a"}` {
+			t.Errorf("Instance = %+v, %v", in, ok)
+		}
+	case <-time.After(zktest.Bound(20 * time.Second)):
+		t.Fatal("no state sent")
 	}
 }
