@@ -116,6 +116,33 @@ func TestServiceCache(t *testing.T) {
 		t.Errorf("Err after expiry = %v", err)
 	}
 	c3.Close()
+
+	// Handles asked for at once on a fresh session share one load.
+	s2 := e.session()
+	before = s2.Stats()
+	var wg sync.WaitGroup
+	handles := make([]*zkrecipes.ServiceCache, 8)
+	for i := range handles {
+		wg.Go(func() {
+			c, err := zkrecipes.NewDiscovery(s2, base).ServiceCache(ctx, "web")
+			if check(t, err, "concurrent ServiceCache") {
+				handles[i] = c
+			}
+		})
+	}
+	wg.Wait()
+	after := s2.Stats()
+	for _, c := range handles {
+		if c != nil {
+			waitInstances(t, c, "b")
+			c.Close()
+		}
+	}
+	// One load: a listing of the service and one of its instance.
+	if n := after.Listings - before.Listings; n != 2 {
+		t.Errorf("8 handles at once cost %d listings, want 2 (one load)", n)
+	}
+
 	must(t, r2.Unregister(ctx), "Unregister")
 
 	if _, err := d.ServiceCache(ctx, "a/b"); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
