@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/stream"
 	"github.com/zkrecipes/zkrecipes/internal/zkpath"
@@ -352,8 +353,12 @@ func (c *Cache) run(ctx context.Context) {
 		var err error
 		switch {
 		case c.resync:
+			start := time.Now()
 			if err = c.sync(ctx); err == nil {
 				c.resync = false
+				if o := c.s.obs; o != nil && o.Resynced != nil {
+					o.Resynced(ResyncEvent{Path: c.root, Nodes: c.Len(), Took: time.Since(start)})
+				}
 			}
 		default:
 			select {

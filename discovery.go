@@ -292,15 +292,18 @@ func (d *Discovery) Register(ctx context.Context, inst ServiceInstance) (*Regist
 	if err != nil {
 		return nil, errorf("register an instance of %q in %s: %w", inst.Name, d.base, err)
 	}
-	node := d.base + "/" + inst.Name + "/" + inst.ID
+	dir := d.base + "/" + inst.Name
+	node := dir + "/" + inst.ID
+	a := d.s.queued(ctx, "registration", dir)
 	err = createEphemeral(ctx, d.s, node, data)
 	if errors.Is(err, ErrMemberExists) {
 		err = d.reregister(ctx, node, data, err)
 	}
 	if err != nil {
+		a.abandoned(err)
 		return nil, errorf("register %s: %w", node, err)
 	}
-	g := &Group{s: d.s, dir: d.base + "/" + inst.Name, id: inst.ID, node: node, h: d.s.holdNode(node)}
+	g := &Group{s: d.s, dir: dir, id: inst.ID, node: node, h: a.granted(d.s, node, 0, 0)}
 	return &Registration{g: g, inst: inst}, nil
 }
 

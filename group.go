@@ -53,10 +53,12 @@ func JoinGroup(ctx context.Context, s *Session, path, memberID string, data []by
 	if err := checkPath(node); err != nil {
 		return nil, errorf("join %s: %w: member id %q: %v", path, ErrInvalidArgument, memberID, err)
 	}
+	a := s.queued(ctx, "member", path)
 	if err := createEphemeral(ctx, s, node, data); err != nil {
+		a.abandoned(err)
 		return nil, errorf("join %s as %q: %w", path, memberID, err)
 	}
-	return &Group{s: s, dir: path, id: memberID, node: node, h: s.holdNode(node)}, nil
+	return &Group{s: s, dir: path, id: memberID, node: node, h: a.granted(s, node, 0, 0)}, nil
 }
 
 // createEphemeral makes the ephemeral node p (and its parents as
@@ -157,13 +159,15 @@ func (g *Group) Leave(ctx context.Context) error {
 	h := g.h
 	g.mu.Unlock()
 
-	h.end()
+	held := h.quit()
 	// The id may belong to another member by now, if ours was deleted by
 	// someone else: only our session's node is removed.
-	if err := g.s.removeOwn(ctx, g.node); err != nil {
-		return errorf("leave %s as %q: %w", g.dir, g.id, err)
+	err := g.s.removeOwn(ctx, g.node)
+	if err != nil {
+		err = errorf("leave %s as %q: %w", g.dir, g.id, err)
 	}
-	return nil
+	h.released(held, err)
+	return err
 }
 
 // Lost returns a channel that is closed when the membership is void: left,

@@ -87,12 +87,13 @@ func TestLocateAgreesWithSortedQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := place{listed: i >= 0}
+		want := place{listed: i >= 0, ahead: i}
 		if i >= 0 {
 			if b := blocker(cs, i); b >= 0 {
 				want.blocker = cs[b].name
 			}
 		} else {
+			want.ahead = len(cs)
 			r, _ := parseContender(tk.name, lockKinds)
 			for j := len(cs) - 1; j >= 0; j-- {
 				if blocks(cs[j], r.reader) {

@@ -83,6 +83,7 @@ func (q *LockingQueue) OfferPriority(ctx context.Context, data []byte, priority 
 	if err := offerItem(ctx, q.s, q.entries, itemName(true, priority), data, q.ensure, q.withdraw); err != nil {
 		return errorf("offer to %s: %w", q.dir, err)
 	}
+	q.s.offered(ctx, "lqueue", q.dir)
 	return nil
 }
 
@@ -150,14 +151,17 @@ func (q *LockingQueue) Take(ctx context.Context) (*QueueItem, error) {
 	if q.err != nil {
 		return nil, q.err
 	}
-	it, err := q.take(ctx)
+	a := q.s.queued(ctx, "lqueue", q.dir)
+	it, err := q.take(ctx, a)
 	if err != nil {
+		a.abandoned(err)
 		return nil, errorf("take from %s: %w", q.dir, err)
 	}
+	q.s.taken(ctx, "lqueue", q.dir, a.start)
 	return it, nil
 }
 
-func (q *LockingQueue) take(ctx context.Context) (*QueueItem, error) {
+func (q *LockingQueue) take(ctx context.Context, a acquiring) (*QueueItem, error) {
 	s := q.s
 	for ensured := false; ; {
 		rd, err := s.read(ctx, q.entries, reading{op: readChildren, watch: true})
@@ -187,7 +191,7 @@ func (q *LockingQueue) take(ctx context.Context) (*QueueItem, error) {
 			if slices.Contains(locks, e) {
 				continue
 			}
-			it, err := q.lock(ctx, e)
+			it, err := q.lock(ctx, e, a)
 			if it != nil || err != nil {
 				stop()
 				return it, err
@@ -210,7 +214,7 @@ func (q *LockingQueue) take(ctx context.Context) (*QueueItem, error) {
 // lock creates the lock of the item e and reads the item. It returns nil,
 // and no error, if another consumer locked it first or consumed it
 // meanwhile.
-func (q *LockingQueue) lock(ctx context.Context, e string) (it *QueueItem, err error) {
+func (q *LockingQueue) lock(ctx context.Context, e string, a acquiring) (it *QueueItem, err error) {
 	s, lock := q.s, q.taken+"/"+e
 	lost := false
 	defer func() {
@@ -262,7 +266,7 @@ func (q *LockingQueue) lock(ctx context.Context, e string) (it *QueueItem, err e
 		}
 		return nil, err
 	}
-	return &QueueItem{q: q, name: e, data: data, h: s.holdNode(lock)}, nil
+	return &QueueItem{q: q, name: e, data: data, h: a.granted(s, lock, 0, 0)}, nil
 }
 
 // Data returns the item's data.
@@ -300,12 +304,16 @@ func (it *QueueItem) Consume(ctx context.Context) error {
 	if err := it.finish("consume"); err != nil {
 		return err
 	}
-	err := it.consume(ctx)
-	it.h.end()
+	// The holding ends before the delete, whose watch event must not be
+	// taken for someone else's.
+	held := it.h.drop()
+	err := it.consume(ctx, !held)
+	it.h.settle(err == nil)
 	if err != nil {
-		return errorf("consume %s/%s: %w", it.q.entries, it.name, it.giveBackLater(err))
+		err = errorf("consume %s/%s: %w", it.q.entries, it.name, it.giveBackLater(err))
 	}
-	return nil
+	it.h.released(held, err)
+	return err
 }
 
 // giveBackLater follows a Consume or Release that failed with err: while
@@ -325,10 +333,11 @@ func (it *QueueItem) giveBackLater(err error) error {
 	return fmt.Errorf("%w: giving the item back in the background (%w)", ErrReleaseUnconfirmed, err)
 }
 
-func (it *QueueItem) consume(ctx context.Context) error {
+// consume deletes the item and its lock; lost says the lock was lost
+// before.
+func (it *QueueItem) consume(ctx context.Context, lost bool) error {
 	s, lock, entry := it.q.s, it.q.taken+"/"+it.name, it.q.entries+"/"+it.name
-	select {
-	case <-it.h.lost:
+	if lost {
 		if err := s.Err(); err != nil {
 			return err
 		}
@@ -340,7 +349,6 @@ func (it *QueueItem) consume(ctx context.Context) error {
 			return err
 		}
 		return fmt.Errorf("%w: %s (the item is back in the queue)", ErrNodeLost, lock)
-	default:
 	}
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
@@ -377,11 +385,13 @@ func (it *QueueItem) Release(ctx context.Context) error {
 	if err := it.finish("release"); err != nil {
 		return err
 	}
-	it.h.end()
-	if err := it.unlock(ctx); err != nil {
-		return errorf("release %s/%s: %w", it.q.entries, it.name, it.giveBackLater(err))
+	held := it.h.quit()
+	err := it.unlock(ctx)
+	if err != nil {
+		err = errorf("release %s/%s: %w", it.q.entries, it.name, it.giveBackLater(err))
 	}
-	return nil
+	it.h.released(held, err)
+	return err
 }
 
 // unlock deletes the item's lock if it is still this session's (even if

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -335,7 +336,10 @@ func TestLockingQueueReleaseUnconfirmed(t *testing.T) {
 	must(t, zkrecipes.NewLockingQueue(e.session(), path).Offer(ctx, []byte("x")), "Offer")
 	p := e.proxy()
 	t.Cleanup(p.Pass)
-	consumer := e.sessionOn([]string{p.Addr()}, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(zktest.Bound(2*time.Second))))
+	var mu sync.Mutex
+	var told []error // the Observer's Released errors
+	consumer := e.sessionOn([]string{p.Addr()}, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(zktest.Bound(2*time.Second))),
+		zkrecipes.WithObserver(releaseErrs(&mu, &told)))
 	it, err := zkrecipes.NewLockingQueue(consumer, path).Take(ctx)
 	must(t, err, "Take")
 
@@ -344,6 +348,11 @@ func TestLockingQueueReleaseUnconfirmed(t *testing.T) {
 	if !errors.Is(err, zkrecipes.ErrReleaseUnconfirmed) {
 		t.Fatalf("Release without an answer = %v, want ErrReleaseUnconfirmed", err)
 	}
+	mu.Lock()
+	if len(told) != 1 || !errors.Is(told[0], zkrecipes.ErrReleaseUnconfirmed) {
+		t.Errorf("the Observer was told Released with %v, want once with ErrReleaseUnconfirmed", told)
+	}
+	mu.Unlock()
 	if got := e.children(path + "/taken"); len(got) != 1 {
 		t.Fatalf("locks while the consumer hears nothing: %v, want its lock still there", got)
 	}

@@ -137,12 +137,12 @@ func (s *Session) holdNode(p string) *nodeHold { return s.holdNodeTold(p, nil) }
 // told of the holding's loss (Lost) as told, with the reason.
 func (s *Session) holdNodeTold(p string, told *HoldEvent) *nodeHold {
 	h := &nodeHold{s: s, done: make(chan struct{}), told: told}
-	var onVoid func(LossReason)
 	if told != nil {
 		h.since = time.Now()
-		onVoid = h.lose
 	}
-	h.lost, h.release = s.hold(onVoid)
+	// lose decides the end even untold: drop and quit report whether the
+	// holding was lost first.
+	h.lost, h.release = s.hold(h.lose)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go h.watch(ctx, s, p)
@@ -227,6 +227,16 @@ func (h *nodeHold) end() {
 	h.release()
 }
 
+// quit ends the holding for a holder that gives it up (see end) and
+// reports whether it was still held: false if it was lost first. Its end
+// is decided before the holding is let go, so that a loss racing with it is
+// not told as well. Follow with released.
+func (h *nodeHold) quit() (held bool) {
+	held = h.ended.CompareAndSwap(false, true)
+	h.end()
+	return held
+}
+
 // drop closes lost at once, for a holder about to delete the node itself:
 // the watch stays until the deletion fires it. Follow with settle. It
 // reports whether the holding was still held: false if it was lost first.
@@ -253,4 +263,49 @@ func (h *nodeHold) settle(deleted bool) {
 	}
 	h.cancel()
 	<-h.done
+}
+
+// acquiring is one acquisition told to the Session's Observer: Queued when
+// it begins (Session.queued), then granted or abandoned. With no Observer
+// it is inert and costs nothing.
+type acquiring struct {
+	o     *Observer
+	ev    HoldEvent
+	start time.Time
+}
+
+// queued tells the Observer, if any, that an acquisition of recipe on path
+// began, and returns it.
+func (s *Session) queued(ctx context.Context, recipe, path string) acquiring {
+	if s.obs == nil {
+		return acquiring{}
+	}
+	a := acquiring{o: s.obs, ev: HoldEvent{Context: ctx, Recipe: recipe, Path: path}, start: time.Now()}
+	tell(a.o.Queued, a.ev)
+	return a
+}
+
+// abandoned tells that the acquisition failed with err.
+func (a acquiring) abandoned(err error) {
+	if a.o == nil {
+		return
+	}
+	ev := a.ev
+	ev.Wait, ev.Err = time.Since(a.start), err
+	tell(a.o.Abandoned, ev)
+}
+
+// granted tells that the acquisition holds the node p (ahead and token as
+// HoldEvent says) and returns the holding of p (see holdNode), whose end,
+// Released or Lost, is told in turn.
+func (a acquiring) granted(s *Session, p string, ahead int, token int64) *nodeHold {
+	if a.o == nil {
+		return s.holdNode(p)
+	}
+	ev := a.ev
+	ev.Node, ev.Ahead, ev.Token, ev.Wait = p, ahead, token, time.Since(a.start)
+	// Granted first: a session already over loses the holding at once,
+	// and its Lost must come after.
+	tell(a.o.Granted, ev)
+	return s.holdNodeTold(p, &ev)
 }

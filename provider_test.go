@@ -123,12 +123,14 @@ func TestServiceCache(t *testing.T) {
 	var wg sync.WaitGroup
 	handles := make([]*zkrecipes.ServiceCache, 8)
 	for i := range handles {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			c, err := zkrecipes.NewDiscovery(s2, base).ServiceCache(ctx, "web")
 			if check(t, err, "concurrent ServiceCache") {
 				handles[i] = c
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	after := s2.Stats()

@@ -106,6 +106,7 @@ func (q *Queue) offer(ctx context.Context, data []byte, priority int) error {
 	if err := offerItem(ctx, q.s, q.dir, itemName(q.kazoo, priority), data, ensure, q.s.deleteItem); err != nil {
 		return errorf("offer to %s: %w", q.dir, err)
 	}
+	q.s.offered(ctx, "queue", q.dir)
 	return nil
 }
 
@@ -208,6 +209,7 @@ func (q *Queue) Take(ctx context.Context) ([]byte, error) {
 	if q.err != nil {
 		return nil, q.err
 	}
+	start := q.s.obsNow()
 	for {
 		rd, err := q.s.read(ctx, q.dir, reading{op: readChildren, watch: true})
 		kids, w := rd.kids, rd.w
@@ -228,6 +230,7 @@ func (q *Queue) Take(ctx context.Context) ([]byte, error) {
 			if err != nil {
 				return data, errorf("take from %s: %w", q.dir, err)
 			}
+			q.s.taken(ctx, "queue", q.dir, start)
 			return data, nil
 		}
 		select {
@@ -246,6 +249,7 @@ func (q *Queue) Poll(ctx context.Context) ([]byte, bool, error) {
 	if q.err != nil {
 		return nil, false, q.err
 	}
+	start := q.s.obsNow()
 	for {
 		its, err := listItems(ctx, q.s, q.dir)
 		if err != nil {
@@ -259,6 +263,7 @@ func (q *Queue) Poll(ctx context.Context) ([]byte, bool, error) {
 			return data, false, errorf("poll %s: %w", q.dir, err)
 		}
 		if ok {
+			q.s.taken(ctx, "queue", q.dir, start)
 			return data, true, nil
 		}
 		// Every item listed was taken by others meanwhile: list again.

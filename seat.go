@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
@@ -40,8 +39,7 @@ type seat struct {
 	// node an operator removed is no longer exclusive).
 	hold *nodeHold
 
-	queued time.Time // with an Observer: when the acquisition began
-	acq    kind      // what is being acquired
+	acq acquiring // the acquisition under way, told to the Observer
 }
 
 func (st *seat) init(s *Session, path string, kinds []kind, opts []LockOption) {
@@ -85,31 +83,19 @@ func (st *seat) acquire(ctx context.Context, k kind, try bool, op string) error 
 func (st *seat) settle(ctx context.Context, t *ticket, err error, op string) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	o := st.q.s.obs
 	if err != nil {
 		st.busy = false
-		if o != nil {
-			tell(o.Abandoned, HoldEvent{Context: ctx, Recipe: recipeName(st.acq), Path: st.q.dir, Wait: time.Since(st.queued), Err: err})
-		}
+		st.acq.abandoned(err)
 		return errorf("%s %s: %w", op, st.q.dir, err)
 	}
 	st.held = t
-	if o == nil {
-		st.hold = st.q.s.holdNode(t.path())
-		return nil
-	}
-	ev := HoldEvent{Context: ctx, Recipe: recipeName(t.kind), Path: st.q.dir, Node: t.path(), Ahead: t.ahead, Wait: time.Since(st.queued), Token: t.token}
-	st.hold = st.q.s.holdNodeTold(t.path(), &ev)
-	tell(o.Granted, ev)
+	st.hold = st.acq.granted(st.q.s, t.path(), t.ahead, t.token)
 	return nil
 }
 
 // queue tells the Observer, if any, that an acquisition of kind k began.
 func (st *seat) queue(ctx context.Context, k kind) {
-	if o := st.q.s.obs; o != nil {
-		st.queued, st.acq = time.Now(), k
-		tell(o.Queued, HoldEvent{Context: ctx, Recipe: recipeName(k), Path: st.q.dir})
-	}
+	st.acq = st.q.s.queued(ctx, recipeName(k), st.q.dir)
 }
 
 func (st *seat) take(ctx context.Context, k kind, try bool) (*ticket, error) {

@@ -101,11 +101,13 @@ func (m *Semaphore) take(ctx context.Context, try bool, op string) (*Lease, erro
 	if m.err != nil {
 		return nil, m.err
 	}
+	a := m.s.queued(ctx, "semaphore", m.path)
 	t, err := m.acquire(ctx, try)
 	if err != nil {
+		a.abandoned(err)
 		return nil, errorf("%s semaphore %s: %w", op, m.path, err)
 	}
-	return &Lease{sem: m, node: t, h: m.s.holdNode(t.path())}, nil
+	return &Lease{sem: m, node: t, h: a.granted(m.s, t.path(), 0, 0)}, nil
 }
 
 func (m *Semaphore) acquire(ctx context.Context, try bool) (*protectedNode, error) {
@@ -253,11 +255,13 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.released = true
 	l.mu.Unlock()
 
-	l.h.end()
-	if err := l.node.leave(ctx); err != nil {
-		return errorf("release lease %s: %w", l.node.path(), err)
+	held := l.h.quit()
+	err := l.node.leave(ctx)
+	if err != nil {
+		err = errorf("release lease %s: %w", l.node.path(), err)
 	}
-	return nil
+	l.h.released(held, err)
+	return err
 }
 
 // Lost returns a channel that is closed when the lease is void: released,

@@ -2,7 +2,8 @@
 # Installs, from Debian's packages, what the tests need and the machine lacks:
 # Apache ZooKeeper 3.8 (real server for the tests), Curator's recipes and
 # service discovery (Java interop tests), kazoo (Python interop tests), a JDK
-# (javac) and MIT Kerberos (a KDC for the Kerberos tests).
+# (javac), MIT Kerberos (a KDC for the Kerberos tests) and PostgreSQL (the
+# fencing adapters' tests).
 set -euo pipefail
 
 need=()
@@ -21,6 +22,9 @@ command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 # (krb5-admin-server). They live in /usr/sbin.
 [ -x /usr/sbin/krb5kdc ] || need+=(krb5-kdc)
 [ -x /usr/sbin/kadmin.local ] || need+=(krb5-admin-server)
+# PostgreSQL, for fencing/sqltest: its tests run initdb and postgres
+# themselves, from /usr/lib/postgresql/<major>/bin, as the postgres user.
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql)
 
 if [ ${#need[@]} -eq 0 ]; then
 	echo "install-deps: everything is installed"

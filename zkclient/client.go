@@ -132,6 +132,9 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		<-c.stopped
 		return nil, fmt.Errorf("zookeeper: authenticate: %w", err)
 	}
+	if o := c.cfg.obs; o != nil && o.Opened != nil {
+		o.Opened(c)
+	}
 	return c, nil
 }
 
@@ -203,6 +206,31 @@ func (c *Client) State() State {
 // Done returns a channel closed when the session is over (expired, refused
 // or closed).
 func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Backlog returns the number of events queued for their readers and not
+// yet read, summed over the client's unbounded queues: its state streams
+// (States) and persistent watches (AddWatch). These queues never drop an
+// event, so a reader that falls behind grows them without bound; a
+// backlog that keeps rising means some reader is stuck or too slow. It
+// takes the client's locks briefly and costs one step per open stream and
+// watch: read it now and then (at a metrics scrape), not per request.
+func (c *Client) Backlog() int {
+	n := 0
+	c.mu.Lock()
+	for _, s := range c.subs {
+		n += s.Len()
+	}
+	c.mu.Unlock()
+	t := &c.watches
+	t.mu.Lock()
+	for _, ws := range t.pers {
+		for _, w := range ws {
+			n += w.s.Len()
+		}
+	}
+	t.mu.Unlock()
+	return n
+}
 
 // Err returns nil while the session lives, then why it ended: an error
 // wrapping ErrSessionExpired, ErrAuthFailed or ErrClosed.

@@ -77,6 +77,44 @@ func (c Code) Error() string {
 	return fmt.Sprintf("zookeeper: error code %d", int32(c))
 }
 
+// outcomeNames are the values CodeName gives the codes a recipe meets:
+// the names of the Java client's KeeperException.Code.
+var outcomeNames = map[Code]string{
+	ErrNoNode:         "NONODE",
+	ErrNodeExists:     "NODEEXISTS",
+	ErrBadVersion:     "BADVERSION",
+	ErrNotEmpty:       "NOTEMPTY",
+	ErrNoAuth:         "NOAUTH",
+	ErrConnectionLoss: "CONNECTIONLOSS",
+	ErrSessionExpired: "SESSIONEXPIRED",
+	ErrSessionMoved:   "SESSIONMOVED",
+	ErrNoWatcher:      "NOWATCHER",
+	ErrThrottled:      "THROTTLEDOP",
+}
+
+// CodeName names the outcome of a request (RequestEvent.Err) from a small
+// fixed set, for a metric label or attribute that must stay bounded: "OK"
+// for nil; for a Code that errors.As finds in err, the name the Java
+// client's KeeperException.Code gives it, if it is one a recipe meets
+// (NONODE, NODEEXISTS, BADVERSION, NOTEMPTY, NOAUTH, CONNECTIONLOSS,
+// SESSIONEXPIRED, SESSIONMOVED, NOWATCHER, THROTTLEDOP); "CLOSED" for
+// ErrClosed; "OTHER" for anything else.
+func CodeName(err error) string {
+	if err == nil {
+		return "OK" // before c, which escapes: no allocation for a success
+	}
+	var c Code
+	switch {
+	case errors.As(err, &c):
+		if s, ok := outcomeNames[c]; ok {
+			return s
+		}
+	case errors.Is(err, ErrClosed):
+		return "CLOSED"
+	}
+	return "OTHER"
+}
+
 // Errors of the client itself.
 var (
 	// ErrClosed is returned by every call on a Client after Close.

@@ -99,6 +99,29 @@ func ExampleClient_AddWatch() {
 	// recursive: NodeDeleted /app/a
 }
 
+// A reader that falls behind leaves events queued: Backlog counts them, for
+// a gauge read now and then (an adapter gets the Client from
+// Observer.Opened).
+func ExampleClient_Backlog() {
+	c, done := exampleClient()
+	defer done()
+	ctx := context.Background()
+	acl := zkclient.WorldACL(zkclient.PermAll)
+
+	c.Create(ctx, "/jobs", nil, zkclient.Persistent, acl)
+	w, _ := c.AddWatch(ctx, "/jobs", true)
+	// The server sends a change's notification ahead of the reply to the
+	// write that made it: once Create returns, its event is queued.
+	c.Create(ctx, "/jobs/a", nil, zkclient.Persistent, acl)
+	c.Create(ctx, "/jobs/b", nil, zkclient.Persistent, acl)
+	fmt.Println("unread:", c.Backlog())
+	w.Next(ctx)
+	fmt.Println("unread:", c.Backlog())
+	// Output:
+	// unread: 2
+	// unread: 1
+}
+
 // The session's life as a stream that never drops a state.
 func ExampleClient_States() {
 	srv, err := zkserver.Run()

@@ -47,6 +47,13 @@ type Observer struct {
 	// Watch is called with each watch notification the server delivers,
 	// once per notification, however many watches it fires.
 	Watch func(Event)
+
+	// Opened is called once for each Client that Connect returns, just
+	// before it returns it, so that an adapter can read gauges of the
+	// live clients at scrape time (Client.Backlog, Client.Done) rather
+	// than be told of every change. An adapter that keeps the Client
+	// should forget it once its Done channel is closed.
+	Opened func(*Client)
 }
 
 // RequestEvent is one request's end, for Observer.Request.
@@ -90,6 +97,7 @@ func joinObservers(a, b *Observer) *Observer {
 		Drop:    join(a.Drop, b.Drop),
 		State:   join(a.State, b.State),
 		Watch:   join(a.Watch, b.Watch),
+		Opened:  join(a.Opened, b.Opened),
 	}
 }
 

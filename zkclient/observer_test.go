@@ -146,3 +146,71 @@ func BenchmarkGetObserver(b *testing.B) {
 		})
 	}
 }
+
+// TestBacklog: Opened hands the new client to the Observer, and Backlog
+// counts the events queued and unread in its state streams and persistent
+// watches, down to zero once they are read.
+func TestBacklog(t *testing.T) {
+	e := newEnv(t)
+	var opened []*zkclient.Client
+	c := e.connect(zkclient.WithObserver(&zkclient.Observer{Opened: func(c *zkclient.Client) { opened = append(opened, c) }}))
+	defer c.Close()
+	if len(opened) != 1 || opened[0] != c {
+		t.Fatalf("Opened told %v, want the client once", opened)
+	}
+	if n := c.Backlog(); n != 0 {
+		t.Fatalf("Backlog of a new client = %d", n)
+	}
+	p := e.base + "/n"
+	if _, err := c.Create(e.ctx, p, nil, zkclient.Persistent, zkclient.WorldACL(zkclient.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.AddWatch(e.ctx, p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := c.States()
+	defer states.Close()
+	for range 3 {
+		if _, err := c.Set(e.ctx, p, nil, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	zktest.Eventually(t, 10*time.Second, "three events queued", func() error {
+		if n := c.Backlog(); n != 3 {
+			return fmt.Errorf("Backlog = %d", n)
+		}
+		return nil
+	})
+	for range 3 {
+		if _, err := w.Next(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.Backlog(); n != 0 {
+		t.Errorf("Backlog after reading every event = %d", n)
+	}
+	if err := w.Remove(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCodeName(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{nil, "OK"},
+		{zkclient.ErrNoNode, "NONODE"},
+		{fmt.Errorf("getData /a: %w", zkclient.ErrNodeExists), "NODEEXISTS"},
+		{fmt.Errorf("multi: %w", zkclient.ErrThrottled), "THROTTLEDOP"},
+		{fmt.Errorf("create /a: %w", zkclient.ErrConnectionLoss), "CONNECTIONLOSS"},
+		{zkclient.ErrSystem, "OTHER"}, // a code a recipe does not meet
+		{fmt.Errorf("get /a: %w", zkclient.ErrClosed), "CLOSED"},
+		{errors.New("something else"), "OTHER"},
+	} {
+		if got := zkclient.CodeName(c.err); got != c.want {
+			t.Errorf("CodeName(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}

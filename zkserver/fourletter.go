@@ -160,21 +160,13 @@ func (s *Server) mntr() string {
 	line := func(k string, v any) { fmt.Fprintf(&b, "zk_%s\t%v\n", k, v) }
 	line("version", fullVersion)
 	line("server_state", "standalone")
-	line("ephemerals_count", s.tree.countEphemerals())
-	line("num_alive_connections", len(s.conns))
-	line("avg_latency", javaDouble(s.stats.lat.avg()))
-	line("outstanding_requests", 0)
-	line("znode_count", len(s.tree.nodes))
-	line("global_sessions", len(s.sessions))
-	line("local_sessions", 0)
-	line("packets_sent", s.stats.sent)
-	line("packets_received", s.stats.received)
-	line("watch_count", s.watches.count())
-	line("auth_failed_count", s.stats.authFailed)
-	line("min_latency", s.stats.lat.minimum())
-	line("approximate_data_size", s.tree.dataSize())
-	line("uptime", time.Since(s.started).Milliseconds())
-	line("max_latency", s.stats.lat.max)
+	for _, m := range s.metrics() {
+		if m.Name == "avg_latency" { // ZooKeeper's one double; the others are longs
+			line(m.Name, javaDouble(m.Value))
+			continue
+		}
+		line(m.Name, int64(m.Value))
+	}
 	line("proposal_count", 0)
 	return b.String()
 }

@@ -115,6 +115,7 @@ func (a *app) observe(cmd *cobra.Command, path string) error {
 		return recipeError("observing "+path, err)
 	}
 	defer leaders.Close()
+	a.metrics.readyUntil(nil, "")
 	for {
 		id, err := leaders.Next(ctx)
 		switch {

@@ -63,6 +63,7 @@ func (a *app) hold(cmd *cobra.Command, h holdSpec, argv []string) error {
 	if h.waitLog != "" {
 		a.logf(cmd, "%s (session 0x%x)", h.waitLog, s.ID())
 	}
+	a.metrics.waiting(h.doing)
 	var t taken
 	sig, err := waitFor(tctx, sigs, func(ctx context.Context) error {
 		var err error
@@ -78,6 +79,7 @@ func (a *app) hold(cmd *cobra.Command, h holdSpec, argv []string) error {
 	if err := waitError(sig, err, h.doing); err != nil {
 		return err
 	}
+	a.metrics.readyUntil(t.lost, "lost "+h.what)
 	if h.heldLog != "" {
 		a.logf(cmd, "%s (fencing token %d)", h.heldLog, t.token)
 	}

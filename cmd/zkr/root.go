@@ -47,6 +47,10 @@ type app struct {
 	sessionTimeout time.Duration
 	connectTimeout time.Duration
 	verbose        bool
+
+	// metrics is what --metrics-addr serves, while a command that has
+	// the flag runs with it; nil otherwise.
+	metrics *metricsServer
 }
 
 // run executes the command line args and returns zkr's exit status.
@@ -125,17 +129,17 @@ session and granted the lock to someone else.
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "log the session's life (connected, suspended, expired) and each step on stderr")
 
 	root.AddCommand(
-		a.newLockCmd(),
-		a.newElectCmd(),
+		a.withMetrics(a.newLockCmd(), true, "once the lock is held, until it is lost"),
+		a.withMetrics(a.newElectCmd(), true, "once leading (with --observe: once observing), until the leadership is lost"),
 		a.newMembersCmd(),
-		a.newJoinCmd(),
-		a.newRegisterCmd(),
+		a.withMetrics(a.newJoinCmd(), true, "once a member, until the membership is lost"),
+		a.withMetrics(a.newRegisterCmd(), true, "once registered"),
 		a.newServicesCmd(),
 		a.newInspectCmd(),
-		a.newWatchCmd(),
+		a.withMetrics(a.newWatchCmd(), true, "once the tree under PATH has been read (after \"initialized\")"),
 		a.newDemoCmd(),
 		a.newBenchCmd(),
-		a.newServerCmd(),
+		a.withMetrics(a.newServerCmd(), false, "once the server listens"),
 		a.newLsCmd(),
 		a.newGetCmd(),
 		a.newStatCmd(),
@@ -386,6 +390,7 @@ func (a *app) connect(ctx context.Context, strict bool) (*zkrecipes.Session, err
 		zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(a.sessionTimeout)),
 		zkrecipes.WithLogger(a.logger()),
 	}, sec...)
+	opts = append(opts, a.metrics.sessionOptions()...)
 	if chroot != "" {
 		opts = append(opts, zkrecipes.WithClientOptions(zkclient.WithChroot(chroot)))
 	}
@@ -417,6 +422,7 @@ func (a *app) connect(ctx context.Context, strict bool) (*zkrecipes.Session, err
 			return nil, codef(exitFailure, "the chroot %s of the server list does not exist on ZooKeeper at %s: create it first; every PATH is relative to it", chroot, strings.Join(servers, ","))
 		}
 	}
+	a.metrics.connected(s)
 	return s, nil
 }
 

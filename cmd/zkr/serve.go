@@ -124,6 +124,7 @@ func (a *app) serve(f serveFlags) error {
 		return withCode(exitConnect, fmt.Errorf("start on %s: %w", strings.Trim(f.addr+" "+tlsAddr(tlsConfig, f.secureAddr), " "), err))
 	}
 	defer srv.Close()
+	a.metrics.serving(srv)
 	var listening []string
 	for _, addr := range []string{srv.Addr(), srv.SecureAddr()} {
 		if addr != "" {

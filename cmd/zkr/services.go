@@ -115,6 +115,7 @@ func (a *app) register(cmd *cobra.Command, f registerFlags, base, name string, a
 	if err != nil {
 		return err
 	}
+	a.metrics.waiting("registering in " + base)
 	var r *zkrecipes.Registration
 	sig, err := waitFor(ctx, sigs, func(ctx context.Context) error {
 		var err error
@@ -129,6 +130,7 @@ func (a *app) register(cmd *cobra.Command, f registerFlags, base, name string, a
 		return err
 	}
 	inst = r.Instance()
+	a.metrics.readyUntil(nil, "")
 	a.logf(cmd, "registered %s/%s/%s", base, name, inst.ID)
 
 	// From now on KeepRegistered owns the session, and the ones after it.

@@ -69,6 +69,7 @@ func (a *app) watch(ctx context.Context, s *zkrecipes.Session, path string, node
 	if node {
 		opts = append(opts, zkrecipes.WithSingleNode())
 	}
+	a.metrics.waiting("reading the tree under " + path)
 	c, err := zkrecipes.NewCache(ctx, s, path, opts...)
 	if err != nil {
 		return recipeError("watch "+path, err)
@@ -78,6 +79,9 @@ func (a *app) watch(ctx context.Context, s *zkrecipes.Session, path string, node
 		ev, err := c.Next(ctx)
 		if err != nil {
 			return withCode(exitFailure, fmt.Errorf("watching %s: %w", path, err))
+		}
+		if ev.Type == zkrecipes.CacheInitialized {
+			a.metrics.readyUntil(nil, "")
 		}
 		if asJSON {
 			b, _ := json.Marshal(jsonLine(ev)) // strings and numbers only: cannot fail

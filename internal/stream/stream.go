@@ -34,6 +34,13 @@ func (s *Queue[T]) Push(v T) bool {
 	return true
 }
 
+// Len returns the number of items queued and not yet read.
+func (s *Queue[T]) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.items)
+}
+
 // Close ends the stream with err after what is queued.
 func (s *Queue[T]) Close(err error) {
 	s.mu.Lock()

@@ -17,6 +17,7 @@ package prometheus
 
 import (
 	"errors"
+	"sync"
 
 	prom "github.com/prometheus/client_golang/prometheus"
 
@@ -60,6 +61,12 @@ type Metrics struct {
 	abandoned   *prom.CounterVec   // recipe, path
 	losses      *prom.CounterVec   // recipe, path, reason
 	unconfirmed *prom.CounterVec   // recipe, path
+	offered     *prom.CounterVec   // recipe, path
+	taken       *prom.CounterVec   // recipe, path
+	resyncs     *prom.CounterVec   // path
+
+	mu      sync.Mutex
+	clients map[*zkclient.Client]struct{} // told by Opened; forgotten at a scrape once done
 }
 
 // New creates the metrics and registers them on reg.
@@ -72,7 +79,7 @@ func New(reg prom.Registerer, opts Options) (*Metrics, error) {
 	if buckets == nil {
 		buckets = prom.DefBuckets
 	}
-	m := &Metrics{pathLabel: opts.PathLabel}
+	m := &Metrics{pathLabel: opts.PathLabel, clients: make(map[*zkclient.Client]struct{})}
 	if m.pathLabel == nil {
 		m.pathLabel = func(string) string { return "all" }
 	}
@@ -96,19 +103,32 @@ func New(reg prom.Registerer, opts Options) (*Metrics, error) {
 	m.watchEvents = prom.NewCounter(prom.CounterOpts{Namespace: ns, Subsystem: "client", Name: "watch_events_total",
 		Help: "Watch notifications delivered by the server."})
 	m.waitSeconds = prom.NewHistogramVec(prom.HistogramOpts{Namespace: ns, Name: "wait_seconds",
-		Help: "Time from the start of an acquisition (Lock, RLock, Campaign) to its grant.", Buckets: buckets}, recipe)
+		Help: "Time from the start of an acquisition (Lock, Campaign, Acquire, Take, ...) to its grant.", Buckets: buckets}, recipe)
 	m.waiting = prom.NewGaugeVec(prom.GaugeOpts{Namespace: ns, Name: "waiting",
 		Help: "Contenders acquiring and not yet granted."}, recipe)
 	m.holdings = prom.NewGaugeVec(prom.GaugeOpts{Namespace: ns, Name: "holdings",
-		Help: "Locks and leaderships held."}, recipe)
+		Help: "Holdings held: locks, leaderships, leases, taken items, memberships, registrations."}, recipe)
 	m.abandoned = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "abandoned_total",
 		Help: "Acquisitions that ended without a grant (TryLock refused, canceled, failed)."}, recipe)
 	m.losses = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "losses_total",
 		Help: "Holdings lost while held, by reason (expired, closed, strict, deleted)."}, append(recipe, "reason"))
 	m.unconfirmed = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "releases_unconfirmed_total",
 		Help: "Releases the server did not confirm in time (the node may linger until deleted in the background)."}, recipe)
+	m.offered = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "items_offered_total",
+		Help: "Items added to a queue (Offer)."}, recipe)
+	m.taken = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "items_taken_total",
+		Help: "Items taken from a queue (Take, Poll)."}, recipe)
+	m.resyncs = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "cache_resyncs_total",
+		Help: "Full re-reads of a cache's tree after a reconnection or a lost connection."}, []string{"path"})
+	sessions := prom.NewGaugeFunc(prom.GaugeOpts{Namespace: ns, Subsystem: "client", Name: "sessions",
+		Help: "Sessions open (connected or reconnecting) through clients observed by these metrics."},
+		func() float64 { n, _ := m.live(); return float64(n) })
+	backlog := prom.NewGaugeFunc(prom.GaugeOpts{Namespace: ns, Subsystem: "client", Name: "event_backlog",
+		Help: "Events queued and not yet read in the open sessions' unbounded queues (state streams, persistent watches)."},
+		func() float64 { _, b := m.live(); return float64(b) })
 	for _, c := range []prom.Collector{m.requestSeconds, m.requests, m.bytes, m.dials, m.connects, m.drops,
-		m.reconnects, m.expiries, m.watchEvents, m.waitSeconds, m.waiting, m.holdings, m.abandoned, m.losses, m.unconfirmed} {
+		m.reconnects, m.expiries, m.watchEvents, m.waitSeconds, m.waiting, m.holdings, m.abandoned, m.losses, m.unconfirmed,
+		m.offered, m.taken, m.resyncs, sessions, backlog} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -131,7 +151,7 @@ func (m *Metrics) ClientObserver() *zkclient.Observer {
 	return &zkclient.Observer{
 		Request: func(e zkclient.RequestEvent) {
 			m.requestSeconds.WithLabelValues(e.Op).Observe(e.Latency.Seconds())
-			m.requests.WithLabelValues(e.Op, codeLabel(e.Err)).Inc()
+			m.requests.WithLabelValues(e.Op, zkclient.CodeName(e.Err)).Inc()
 			m.bytes.WithLabelValues("sent").Add(float64(e.Sent))
 			m.bytes.WithLabelValues("read").Add(float64(e.Read))
 		},
@@ -147,7 +167,31 @@ func (m *Metrics) ClientObserver() *zkclient.Observer {
 			}
 		},
 		Watch: func(zkclient.Event) { m.watchEvents.Inc() },
+		Opened: func(c *zkclient.Client) {
+			m.mu.Lock()
+			m.clients[c] = struct{}{}
+			m.mu.Unlock()
+		},
 	}
+}
+
+// live returns the number of open sessions among the clients m was told
+// of, and their summed Backlog; it forgets the clients whose session is
+// over. It runs at scrape time, for the gauges.
+func (m *Metrics) live() (sessions, backlog int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for c := range m.clients {
+		select {
+		case <-c.Done():
+			delete(m.clients, c)
+			continue
+		default:
+		}
+		sessions++
+		backlog += c.Backlog()
+	}
+	return sessions, backlog
 }
 
 // RecipeObserver returns an observer that feeds m's recipe metrics.
@@ -178,6 +222,9 @@ func (m *Metrics) RecipeObserver() *zkrecipes.Observer {
 			m.holdings.WithLabelValues(r, p).Dec()
 			m.losses.WithLabelValues(r, p, string(e.Reason)).Inc()
 		},
+		Offered:  func(e zkrecipes.ItemEvent) { m.offered.WithLabelValues(e.Recipe, m.pathLabel(e.Path)).Inc() },
+		Taken:    func(e zkrecipes.ItemEvent) { m.taken.WithLabelValues(e.Recipe, m.pathLabel(e.Path)).Inc() },
+		Resynced: func(e zkrecipes.ResyncEvent) { m.resyncs.WithLabelValues(m.pathLabel(e.Path)).Inc() },
 	}
 }
 
@@ -186,36 +233,4 @@ func outcome(err error) string {
 		return "error"
 	}
 	return "ok"
-}
-
-// codeNames are the values of the "code" label: ZooKeeper's codes a
-// recipe meets, by the names of its Java client's KeeperException.Code.
-var codeNames = map[zkclient.Code]string{
-	zkclient.ErrNoNode:         "NONODE",
-	zkclient.ErrNodeExists:     "NODEEXISTS",
-	zkclient.ErrBadVersion:     "BADVERSION",
-	zkclient.ErrNotEmpty:       "NOTEMPTY",
-	zkclient.ErrNoAuth:         "NOAUTH",
-	zkclient.ErrConnectionLoss: "CONNECTIONLOSS",
-	zkclient.ErrSessionExpired: "SESSIONEXPIRED",
-	zkclient.ErrSessionMoved:   "SESSIONMOVED",
-	zkclient.ErrNoWatcher:      "NOWATCHER",
-	zkclient.ErrThrottled:      "THROTTLEDOP",
-}
-
-// codeLabel returns a request outcome's "code" label: OK, a name of
-// codeNames, CLOSED for a closed session, or OTHER.
-func codeLabel(err error) string {
-	var c zkclient.Code
-	switch {
-	case err == nil:
-		return "OK"
-	case errors.As(err, &c):
-		if s, ok := codeNames[c]; ok {
-			return s
-		}
-	case errors.Is(err, zkclient.ErrClosed):
-		return "CLOSED"
-	}
-	return "OTHER"
 }

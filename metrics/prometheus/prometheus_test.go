@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,7 +197,7 @@ func TestContendedLock(t *testing.T) {
 	// second grant waited at least as long as the first held, and a
 	// TryLock refused while b held is abandoned.
 	if err := testutil.GatherAndCompare(e.reg, strings.NewReader(`
-# HELP zkrecipes_holdings Locks and leaderships held.
+# HELP zkrecipes_holdings Holdings held: locks, leaderships, leases, taken items, memberships, registrations.
 # TYPE zkrecipes_holdings gauge
 zkrecipes_holdings{path="all",recipe="mutex"} 0
 # HELP zkrecipes_waiting Contenders acquiring and not yet granted.
@@ -368,4 +369,217 @@ func BenchmarkLockUnlock(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestQueuesAndHoldings reads back the holdings of the other recipes, the
+// items offered and taken, and the live sessions and their event backlog.
+func TestQueuesAndHoldings(t *testing.T) {
+	e := newEnv(t)
+	s := e.session(shared.Addr(0))
+	e.expect(1, "zkrecipes_client_sessions")
+	lq := zkrecipes.NewLockingQueue(s, e.base+"/lq")
+	for range 2 {
+		if err := lq.Offer(e.ctx, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it, err := lq.Take(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.expect(2, "zkrecipes_items_offered_total", "recipe", "lqueue", "path", "all")
+	e.expect(1, "zkrecipes_items_taken_total", "recipe", "lqueue")
+	e.expect(1, "zkrecipes_holdings", "recipe", "lqueue")
+	if err := it.Consume(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(0, "zkrecipes_holdings", "recipe", "lqueue")
+
+	q := zkrecipes.NewQueue(s, e.base+"/q")
+	if err := q.Offer(e.ctx, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Take(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(1, "zkrecipes_items_offered_total", "recipe", "queue")
+	e.expect(1, "zkrecipes_items_taken_total", "recipe", "queue")
+
+	lease, err := zkrecipes.NewSemaphore(s, e.base+"/sem", 1).Acquire(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := zkrecipes.JoinGroup(e.ctx, s, e.base+"/g", "m", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.expect(1, "zkrecipes_holdings", "recipe", "semaphore")
+	e.expect(1, "zkrecipes_holdings", "recipe", "member")
+	e.expect(1, "zkrecipes_wait_seconds", "recipe", "semaphore")
+	if err := lease.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Leave(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(0, "zkrecipes_holdings", "recipe", "semaphore")
+	e.expect(0, "zkrecipes_holdings", "recipe", "member")
+
+	// Events left unread in a persistent watch are the backlog.
+	w, err := s.Client().AddWatch(e.ctx, e.base+"/q", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := s.Client().Set(e.ctx, e.base+"/q", nil, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.await(2, "zkrecipes_client_event_backlog")
+	if err := w.Remove(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(0, "zkrecipes_client_sessions")
+	e.expect(0, "zkrecipes_client_event_backlog")
+}
+
+// TestCacheResync: a Cache's re-read after a cut connection is counted.
+func TestCacheResync(t *testing.T) {
+	e := newEnv(t)
+	px := zktest.NewProxyT(t, shared.Addr(0))
+	s := e.session(px.Addr())
+	c, err := zkrecipes.NewCache(e.ctx, s, e.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e.expect(0, "zkrecipes_cache_resyncs_total")
+	px.Cut()
+	e.await(1, "zkrecipes_cache_resyncs_total", "path", "all")
+}
+
+// BenchmarkObserverOverhead is the adapter's cost on an uncontended
+// Lock+Unlock: sessions without an observer and with the adapter (client
+// and recipe observers) lock mutexes of their own in interleaved rounds
+// whose order rotates, since the server's speed drifts during a run. Two
+// sessions of each kind, opened in the order none, prometheus,
+// prometheus, none, cancel what the order of opening costs (in an A/A run
+// with one pair, the later session came out up to 20% slower). It reports
+// the median over the rounds of each kind's time per Lock+Unlock and
+// their ratio (prometheus/none), which the issue wants at most 1.03. Run
+// it with a fixed count, several times, and take the median ratio:
+//
+//	go test -run '^$' -bench ObserverOverhead -benchtime 4000x -count 5 .
+//
+// On a loaded machine the rounds' noise exceeds 3%: OVERHEAD_AA=1 runs
+// both kinds without an observer (an A/A run) to show it. adapter-µs is
+// the adapter's own time per Lock+Unlock, free of that noise (its funcs
+// called as often as a Lock+Unlock calls them), and adapter-share that
+// time over the median Lock+Unlock without an observer.
+func BenchmarkObserverOverhead(b *testing.B) {
+	zktest.SkipOrFail(b, sharedErr)
+	if b.N == 1 {
+		return // the testing package's probe run; use -benchtime Nx
+	}
+	const rounds = 20
+	reg := prom.NewRegistry()
+	m, err := New(reg, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	observed := []bool{false, true, true, false}
+	mutexes := make([]*zkrecipes.Mutex, len(observed))
+	for i, obs := range observed {
+		var opts []zkrecipes.SessionOption
+		if obs && os.Getenv("OVERHEAD_AA") == "" {
+			opts = m.SessionOptions()
+		}
+		s, err := zkrecipes.NewSession(b.Context(), []string{shared.Addr(0)}, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		p := fmt.Sprintf("/metrics-bench-%d-%d", i, time.Now().UnixNano())
+		mutexes[i] = zkrecipes.NewMutex(s, p)
+		defer s.Client().Delete(context.Background(), p, -1)
+	}
+	run := func(mu *zkrecipes.Mutex, n int) time.Duration {
+		start := time.Now()
+		for range n {
+			if err := mu.Lock(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+			if err := mu.Unlock(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(start)
+	}
+	per := max(b.N/rounds/2, 1) // per session and round: b.N Lock+Unlock of each kind in all
+	for _, mu := range mutexes {
+		run(mu, min(per, 100)) // warm up: the first slice measured is the slowest
+	}
+	b.ResetTimer()
+	var none, with []time.Duration // per round, time per Lock+Unlock
+	for r := range rounds {
+		var t [2]time.Duration
+		for k := range mutexes {
+			i := (k + r) % len(mutexes) // rotate which goes first
+			d := run(mutexes[i], per)
+			if observed[i] {
+				t[1] += d
+			} else {
+				t[0] += d
+			}
+		}
+		none = append(none, t[0]/time.Duration(2*per))
+		with = append(with, t[1]/time.Duration(2*per))
+	}
+	b.StopTimer()
+	slices.Sort(none)
+	slices.Sort(with)
+	mn, mw := none[len(none)/2], with[len(with)/2]
+	b.ReportMetric(float64(mn.Nanoseconds())/1e3, "none-µs")
+	b.ReportMetric(float64(mw.Nanoseconds())/1e3, "prometheus-µs")
+	b.ReportMetric(float64(mw)/float64(mn), "ratio")
+
+	// The adapter's own time per Lock+Unlock, free of the server's noise:
+	// its funcs called as many times as a Lock+Unlock calls them (the
+	// requests counted by the adapter itself during the rounds).
+	ops := float64(2 * per * rounds)
+	if os.Getenv("OVERHEAD_AA") == "" {
+		ops += float64(2 * min(per, 100)) // the warm-up
+	}
+	var reqs float64
+	mfs, err := reg.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "zkrecipes_client_requests_total" {
+			for _, s := range mf.GetMetric() {
+				reqs += s.GetCounter().GetValue()
+			}
+		}
+	}
+	co, ro := m.ClientObserver(), m.RecipeObserver()
+	perOp := int(reqs/ops + 0.5)
+	const calls = 20000
+	start := time.Now()
+	for range calls {
+		for range perOp {
+			co.Request(zkclient.RequestEvent{Op: "create2", Latency: time.Millisecond, Sent: 80, Read: 40})
+		}
+		ev := zkrecipes.HoldEvent{Recipe: "mutex", Path: "/bench", Wait: time.Millisecond}
+		ro.Queued(ev)
+		ro.Granted(ev)
+		ro.Released(ev)
+	}
+	own := time.Since(start) / calls
+	b.ReportMetric(float64(perOp), "requests/op")
+	b.ReportMetric(float64(own.Nanoseconds())/1e3, "adapter-µs")
+	b.ReportMetric(float64(own)/float64(mn), "adapter-share")
 }
