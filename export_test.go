@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"context"
 	"slices"
+	"time"
 )
 
 // The test hooks of the root package, in one place: each reaches a point
@@ -48,3 +49,9 @@ func WithBeforeRead(f func(path string)) CacheOption {
 // RemoveOwnLater deletes p in the background if it is s's ephemeral node,
 // as a recipe does after a create whose answer was lost.
 func RemoveOwnLater(s *Session, p string) { s.removeOwnLater(p) }
+
+// WithProviderClock makes a Provider read the time from now, so tests can
+// move its down policy's clock.
+func WithProviderClock(now func() time.Time) ProviderOption {
+	return func(c *providerConfig) { c.now = now }
+}

@@ -31,6 +31,7 @@ func TestDataRecipesInterop(t *testing.T) {
 	t.Run("queue", func(t *testing.T) { queueInterop(t, e, ctx, curator, args) })
 	t.Run("locking-queue", func(t *testing.T) { lockingQueueInterop(t, e, ctx, args) })
 	t.Run("discovery", func(t *testing.T) { discoveryInterop(t, e, ctx, curator, args) })
+	t.Run("provider", func(t *testing.T) { providerInterop(t, e, ctx, curator, args) })
 }
 
 type contenderArgs func(recipe, path, id string, count int, start string) interop.Args
@@ -281,4 +282,65 @@ func discoveryInterop(t *testing.T, e *env, ctx context.Context, curator curator
 	must(t, os.WriteFile(stopQuery, nil, 0o644), "stop")
 	cache.wait(t)
 	e.empty(base + "/web")
+}
+
+// javaInfoPayload is the Java contender's POJO payload, CuratorContender$Info.
+type javaInfoPayload struct {
+	Zone   string `json:"zone"`
+	Weight int    `json:"weight"`
+}
+
+// providerInterop: Curator's ServiceProvider and zkrecipes' Provider on one
+// base path agree on the usable instances (a disabled one left out by
+// both), and each reads the POJO payload the other wrote as its own type.
+func providerInterop(t *testing.T, e *env, ctx context.Context, curator curatorCmd, args contenderArgs) {
+	base := e.path + "/services"
+	stop := filepath.Join(t.TempDir(), "stop")
+	a := args("discovery-provider", base, "java-p", 0, "")
+	a.Service, a.StopFile = "api", stop
+	java := startReady(t, curator(ctx, argv(t, a)...))[0]
+	java.waitLine(t, "REGISTERED java-p")
+
+	d := zkrecipes.NewDiscovery(e.session(), base)
+	pojo, err := zkrecipes.MarshalPayload(javaInfoPayload{Zone: "go", Weight: 1}, "CuratorContender$Info")
+	must(t, err, "MarshalPayload")
+	var regs []*zkrecipes.Registration
+	for _, in := range []zkrecipes.ServiceInstance{
+		{Name: "api", ID: "go-1", Address: "127.0.0.1", Port: 8001, Payload: pojo},
+		{Name: "api", ID: "go-2", Address: "127.0.0.1", Port: 8002, Payload: json.RawMessage(`{"zone":"z2"}`), Disabled: true},
+		{Name: "api", ID: "go-3", Address: "127.0.0.1", Port: 8003, Payload: json.RawMessage(`{"zone":"z3"}`)},
+	} {
+		r, err := d.Register(ctx, in)
+		must(t, err, "Register")
+		regs = append(regs, r)
+	}
+	java.waitLine(t, "PROVIDER go-1=Info(go,1),go-3={zone=z3},java-p=Info(java,7)")
+
+	p, err := d.Provider(ctx, "api")
+	must(t, err, "Provider")
+	defer p.Close()
+	e.waitFor("the Go provider's instances", func() bool {
+		return slices.Equal(ids(p.Instances()), []string{"go-1", "go-3", "java-p"})
+	})
+	j := p.Instances()[2]
+	if info, err := zkrecipes.Payload[javaInfoPayload](j); err != nil || info != (javaInfoPayload{Zone: "java", Weight: 7}) {
+		t.Errorf("the Java payload reads as %+v, %v (raw %s)", info, err, j.Payload)
+	}
+	if !strings.Contains(string(j.Payload), `"@class":"CuratorContender$Info"`) {
+		t.Errorf("the Java payload %s names no class", j.Payload)
+	}
+
+	// Enabled again: both see it.
+	in := regs[1].Instance()
+	in.Disabled = false
+	must(t, regs[1].Update(ctx, in), "Update")
+	java.waitLine(t, "PROVIDER go-1=Info(go,1),go-2={zone=z2},go-3={zone=z3},java-p=Info(java,7)")
+	e.waitFor("the enabled instance in the Go provider", func() bool { return len(p.Instances()) == 4 })
+
+	for _, r := range regs {
+		must(t, r.Unregister(ctx), "Unregister")
+	}
+	must(t, os.WriteFile(stop, nil, 0o644), "stop")
+	java.wait(t)
+	e.empty(base + "/api")
 }

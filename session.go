@@ -42,6 +42,9 @@ type Session struct {
 	strictDone chan struct{}
 	rearm      chan struct{}  // strict mode: the timeout may have changed (a reconnection)
 	background sync.WaitGroup // deletes that outlived their caller (see removeLater)
+
+	svcMu    sync.Mutex                // guards services
+	services map[string]*sharedService // the service caches, by service path (see Discovery.ServiceCache)
 }
 
 // SessionOption configures a Session.

@@ -582,12 +582,37 @@ public class CuratorContender {
      * unregisters once the stop file exists; discovery-query follows
      * --service through a ServiceCache and prints
      * "INSTANCES id=payload@address:port,..." (sorted by id) at first and
-     * after every change, until the stop file exists. All print "DONE id"
-     * at the end.
+     * after every change, until the stop file exists; discovery-provider
+     * registers the instance id of --service (address 127.0.0.1, port
+     * 9100, payload the POJO Info("java", 7)), prints "REGISTERED id", then
+     * follows --service through a ServiceProvider (random strategy) and
+     * prints "PROVIDER id=payload,..." (its getAllInstances, sorted by id)
+     * at first and after every change, until the stop file exists. All print
+     * "DONE id" at the end.
      */
+    /** Info is the POJO payload of discovery-provider; Go writes and reads it too. */
+    public static final class Info {
+        public String zone;
+        public int weight;
+
+        public Info() {
+        }
+
+        Info(String zone, int weight) {
+            this.zone = zone;
+            this.weight = weight;
+        }
+
+        @Override
+        public String toString() {
+            return "Info(" + zone + "," + weight + ")";
+        }
+    }
+
     static final class DataRecipes {
         static final java.util.Set<String> NAMES = new java.util.HashSet<>(java.util.Arrays.asList(
-                "shared-count", "atomic-long", "queue-offer", "queue-take", "discovery-register", "discovery-query"));
+                "shared-count", "atomic-long", "queue-offer", "queue-take", "discovery-register", "discovery-query",
+                "discovery-provider"));
 
         static int run(Map<String, String> opts, String connect, String path, String recipe, String id, int count,
                 int sessionTimeoutMs, int acquireTimeoutMs) throws Exception {
@@ -627,6 +652,9 @@ public class CuratorContender {
                     }
                     case "discovery-register":
                         register(client, path, opts.get("service"), id, Paths.get(opts.get("stop-file")), acquireTimeoutMs);
+                        break;
+                    case "discovery-provider":
+                        provider(client, path, opts.get("service"), id, Paths.get(opts.get("stop-file")), acquireTimeoutMs);
                         break;
                     default:
                         query(client, path, opts.get("service"), Paths.get(opts.get("stop-file")), acquireTimeoutMs);
@@ -684,6 +712,51 @@ public class CuratorContender {
                 System.out.println("REGISTERED " + id);
                 System.out.flush();
                 awaitFile(stop, timeoutMs);
+                d.unregisterService(inst);
+            }
+        }
+
+        static void provider(CuratorFramework client, String base, String service, String id, Path stop, long timeoutMs)
+                throws Exception {
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+            org.apache.curator.x.discovery.ServiceInstance<Object> inst =
+                    org.apache.curator.x.discovery.ServiceInstance.<Object>builder()
+                            .name(service).id(id).address("127.0.0.1").port(9100).payload(new Info("java", 7))
+                            .build();
+            String last = null;
+            try (org.apache.curator.x.discovery.ServiceDiscovery<Object> d =
+                    org.apache.curator.x.discovery.ServiceDiscoveryBuilder.builder(Object.class)
+                            .client(client).basePath(base).build()) {
+                d.start();
+                d.registerService(inst);
+                System.out.println("REGISTERED " + id);
+                System.out.flush();
+                try (org.apache.curator.x.discovery.ServiceProvider<Object> p =
+                        d.serviceProviderBuilder().serviceName(service).build()) {
+                    p.start();
+                    while (!Files.exists(stop)) {
+                        if (System.nanoTime() - deadline > 0) {
+                            throw new IllegalStateException("stop file " + stop + " did not appear within " + timeoutMs + "ms");
+                        }
+                        TreeMap<String, String> view = new TreeMap<>();
+                        for (org.apache.curator.x.discovery.ServiceInstance<Object> i : p.getAllInstances()) {
+                            view.put(i.getId(), String.valueOf(i.getPayload()));
+                        }
+                        StringBuilder b = new StringBuilder();
+                        for (Map.Entry<String, String> e : view.entrySet()) {
+                            if (b.length() > 0) {
+                                b.append(',');
+                            }
+                            b.append(e.getKey()).append('=').append(e.getValue());
+                        }
+                        if (!b.toString().equals(last)) {
+                            last = b.toString();
+                            System.out.println("PROVIDER " + last);
+                            System.out.flush();
+                        }
+                        Thread.sleep(10);
+                    }
+                }
                 d.unregisterService(inst);
             }
         }

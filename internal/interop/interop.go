@@ -46,7 +46,13 @@
 // "REGISTERED <id>" and unregisters once the stop file exists;
 // discovery-query (Curator only) follows --service with a ServiceCache and
 // prints "INSTANCES <id>=<payload>@<address>:<port>,..." (sorted by id) at
-// first and after every change, until the stop file exists.
+// first and after every change, until the stop file exists;
+// discovery-provider (Curator only) registers the instance --id (address
+// 127.0.0.1, port 9100, payload the Java POJO CuratorContender$Info with
+// zone "java" and weight 7), prints "REGISTERED <id>", then follows --service
+// through Curator's ServiceProvider and prints "PROVIDER <id>=<payload>,..."
+// (its getAllInstances, sorted by id; an Info prints as "Info(zone,weight)")
+// at first and after every change, until the stop file exists.
 //
 // The node recipes (Curator only) keep a node at path until the stop file
 // exists: persistent-node an ephemeral PersistentNode (no protection),
@@ -307,7 +313,7 @@ type Args struct {
 	StopFile         string        // --stop-file, for "member" and "barrier-gate"
 	Members          int           // --members, for "double-barrier"; zero means none given
 	KazooStockNaming bool          // --node-names stock (kazoo only)
-	Service          string        // --service, for "discovery-register" and "discovery-query"
+	Service          string        // --service, for "discovery-register", "discovery-query" and "discovery-provider"
 	LockPath         string        // --lock-path, for "atomic-long": promote to this lock
 	TTL              time.Duration // --ttl-ms, for "persistent-ttl-node"
 }
