@@ -18,23 +18,29 @@
 //
 // # Traces
 //
-// Each acquisition of a Mutex, an RWMutex or an Election that ends is
-// told as a span, a child of the span in the context given to the call
-// (Lock, RLock, Campaign, ...):
+// Each acquisition that ends is told as a span, a child of the span in
+// the context given to the call (Lock, RLock, Campaign, Acquire, Take,
+// JoinGroup, Register, ...):
 //
-//   - zkrecipes.<recipe>.wait (recipe is mutex, read, write or election)
-//     from the call to its grant or its failure. A grant sets zk.node (the
-//     contender's node), zk.token (the fencing token, as Mutex.Token
-//     returns it) and zk.ahead (the contenders queued before it when it
-//     first looked: 0 for an uncontended lock); a failure (TryLock
-//     refused, the context's end, the session's) records the error and
-//     sets the span's status to Error. zk.outcome is granted or abandoned.
+//   - zkrecipes.<recipe>.wait (recipe is mutex, read, write, election,
+//     semaphore, lqueue, member or registration, as in
+//     [zkrecipes.HoldEvent]) from the call to its grant or its failure. A
+//     grant sets zk.node (the contender's node), zk.token (the fencing
+//     token, as Mutex.Token returns it; left out for a recipe without one)
+//     and zk.ahead (the contenders queued before it when it first looked:
+//     0 for an uncontended lock); a failure (TryLock refused, the
+//     context's end, the session's) records the error and sets the span's
+//     status to Error. zk.outcome is granted or abandoned.
 //   - zkrecipes.<recipe>.hold from the grant to its end, with zk.node and
 //     zk.token. zk.outcome is released or lost; a loss sets zk.loss.reason
 //     (expired, closed, strict, deleted) and the status Error, and an
 //     unconfirmed release records ErrReleaseUnconfirmed as an event.
+//   - zkrecipes.queue.take, for an item a Queue's Take or Poll took, from
+//     the call to the taking. A LockingQueue's Take has none: its wait
+//     span, zkrecipes.lqueue.wait, is the same interval. A Take or Poll
+//     that fails is not told, so has no span.
 //
-// Both carry zk.path, the raw path: a span is one event, not a series.
+// All carry zk.path, the raw path: a span is one event, not a series.
 // A trace of a contended lock shows, under the caller's span, the wait
 // with the number of contenders ahead, then the hold, beside the spans of
 // the work done under the lock; the wait ends as the previous holder's
@@ -73,7 +79,7 @@ const (
 	AttrCode       = attribute.Key("zk.code")              // a request's outcome: zkclient.CodeName
 	AttrDirection  = attribute.Key("network.io.direction") // transmit or receive
 	AttrOutcome    = attribute.Key("zk.outcome")           // ok or error (dials, connects); the end of a wait or hold (spans)
-	AttrRecipe     = attribute.Key("zk.recipe")            // mutex, read, write, election
+	AttrRecipe     = attribute.Key("zk.recipe")            // mutex, read, write, election, semaphore, lqueue, member, registration; queue (items)
 	AttrPath       = attribute.Key("zk.path")              // Options.PathLabel's value on metrics; the raw path on spans
 	AttrLossReason = attribute.Key("zk.loss.reason")       // expired, closed, strict, deleted
 	AttrNode       = attribute.Key("zk.node")              // the contender's node (spans)
@@ -124,6 +130,12 @@ type Telemetry struct {
 	abandoned    metric.Int64Counter       // zk.recipe, zk.path
 	losses       metric.Int64Counter       // zk.recipe, zk.path, zk.loss.reason
 	unconfirmed  metric.Int64Counter       // zk.recipe, zk.path
+	offered      metric.Int64Counter       // zk.recipe, zk.path
+	taken        metric.Int64Counter       // zk.recipe, zk.path
+	resyncs      metric.Int64Counter       // zk.path
+
+	mu      sync.Mutex
+	clients map[*zkclient.Client]struct{} // told by Opened; forgotten at a collection once done
 
 	// Attribute sets by key, made once: ops, codes, recipes and path
 	// labels are bounded sets, so these are too.
@@ -158,6 +170,7 @@ const (
 	requestAttrs                 // zk.op=a, zk.code=b
 	recipeAttrs                  // zk.recipe=a, zk.path=b
 	lossAttrs                    // zk.recipe=a, zk.path=b, zk.loss.reason=c
+	pathAttrs                    // zk.path=a
 )
 
 // New creates the adapter's instruments with mp and its spans' tracer
@@ -166,7 +179,7 @@ const (
 // fails if opts.Buckets are not increasing, or if mp refuses an
 // instrument.
 func New(mp metric.MeterProvider, tp trace.TracerProvider, opts Options) (*Telemetry, error) {
-	t := &Telemetry{pathLabel: opts.PathLabel}
+	t := &Telemetry{pathLabel: opts.PathLabel, clients: make(map[*zkclient.Client]struct{})}
 	if t.pathLabel == nil {
 		t.pathLabel = func(string) string { return "all" }
 	}
@@ -232,21 +245,61 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider, opts Options) (*Telem
 	t.watchEvents = counter("zkrecipes.client.watch.events", "{event}",
 		"Watch notifications delivered by the server.")
 	t.waitDuration = hist("zkrecipes.wait.duration",
-		"Time from the start of an acquisition (Lock, RLock, Campaign) to its grant.")
+		"Time from the start of an acquisition (Lock, Campaign, Acquire, Take, ...) to its grant.")
 	t.waiting = updown("zkrecipes.waiting", "{contender}",
 		"Contenders acquiring and not yet granted.")
 	t.holdings = updown("zkrecipes.holdings", "{holding}",
-		"Locks and leaderships held.")
+		"Holdings held: locks, leaderships, leases, taken items, memberships, registrations.")
 	t.abandoned = counter("zkrecipes.abandoned", "{acquisition}",
 		"Acquisitions that ended without a grant (TryLock refused, canceled, failed).")
 	t.losses = counter("zkrecipes.losses", "{holding}",
 		"Holdings lost while held, by reason (expired, closed, strict, deleted).")
 	t.unconfirmed = counter("zkrecipes.releases.unconfirmed", "{release}",
 		"Releases the server did not confirm in time (the node may linger until deleted in the background).")
+	t.offered = counter("zkrecipes.items.offered", "{item}",
+		"Items added to a queue (Offer).")
+	t.taken = counter("zkrecipes.items.taken", "{item}",
+		"Items taken from a queue (Take, Poll).")
+	t.resyncs = counter("zkrecipes.cache.resyncs", "{resync}",
+		"Full re-reads of a cache's tree after a reconnection or a lost connection.")
+	sessions, err := m.Int64ObservableUpDownCounter("zkrecipes.client.sessions", metric.WithUnit("{session}"),
+		metric.WithDescription("Sessions open (connected or reconnecting) through clients observed by this adapter."))
+	check("zkrecipes.client.sessions", err)
+	backlog, err := m.Int64ObservableUpDownCounter("zkrecipes.client.event.backlog", metric.WithUnit("{event}"),
+		metric.WithDescription("Events queued and not yet read in the open sessions' unbounded queues (state streams, persistent watches)."))
+	check("zkrecipes.client.event.backlog", err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		n, b := t.live()
+		o.ObserveInt64(sessions, int64(n))
+		o.ObserveInt64(backlog, int64(b))
+		return nil
+	}, sessions, backlog)
+	if err != nil {
+		return nil, fmt.Errorf("otel: callback of zkrecipes.client.sessions and zkrecipes.client.event.backlog: %w", err)
+	}
 	return t, nil
+}
+
+// live returns the number of open sessions among the clients t was told
+// of, and their summed Backlog; it forgets the clients whose session is
+// over. It runs at collection time, for the observable instruments.
+func (t *Telemetry) live() (sessions, backlog int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for c := range t.clients {
+		select {
+		case <-c.Done():
+			delete(t.clients, c)
+			continue
+		default:
+		}
+		sessions++
+		backlog += c.Backlog()
+	}
+	return sessions, backlog
 }
 
 // SessionOptions returns the options that connect a Session's recipes and
@@ -260,7 +313,10 @@ func (t *Telemetry) SessionOptions() []zkrecipes.SessionOption {
 }
 
 // ClientObserver returns an observer that feeds t's client metrics, for a
-// zkclient.Client used without a Session; nil if t makes no metrics.
+// zkclient.Client used without a Session; nil if t makes no metrics. It
+// keeps each client it is told of (Opened) until a collection finds its
+// session over, to read zkrecipes.client.sessions and
+// zkrecipes.client.event.backlog at collection time.
 func (t *Telemetry) ClientObserver() *zkclient.Observer {
 	if !t.metrics {
 		return nil
@@ -285,6 +341,11 @@ func (t *Telemetry) ClientObserver() *zkclient.Observer {
 			}
 		},
 		Watch: func(zkclient.Event) { t.watchEvents.Add(ctx, 1) },
+		Opened: func(c *zkclient.Client) {
+			t.mu.Lock()
+			t.clients[c] = struct{}{}
+			t.mu.Unlock()
+		},
 	}
 }
 
@@ -317,27 +378,39 @@ func (t *Telemetry) RecipeObserver() *zkrecipes.Observer {
 			t.holdings.Add(ctx, -1, t.recipe(e).add...)
 			t.losses.Add(ctx, 1, t.set(attrKey{kind: lossAttrs, a: e.Recipe, b: t.pathLabel(e.Path), c: string(e.Reason)}).add...)
 		}
+		o.Offered = func(e zkrecipes.ItemEvent) { t.offered.Add(ctx, 1, t.recipeSet(e.Recipe, e.Path).add...) }
+		o.Taken = func(e zkrecipes.ItemEvent) { t.taken.Add(ctx, 1, t.recipeSet(e.Recipe, e.Path).add...) }
+		o.Resynced = func(e zkrecipes.ResyncEvent) {
+			t.resyncs.Add(ctx, 1, t.set(attrKey{kind: pathAttrs, a: t.pathLabel(e.Path)}).add...)
+		}
 	}
 	if t.tracer != nil {
 		o.Granted = then(o.Granted, t.waitSpan)
 		o.Abandoned = then(o.Abandoned, t.waitSpan)
 		o.Released = then(o.Released, func(e zkrecipes.HoldEvent) { t.holdSpan(e, false) })
 		o.Lost = then(o.Lost, func(e zkrecipes.HoldEvent) { t.holdSpan(e, true) })
+		o.Taken = then(o.Taken, t.takeSpan)
 	}
 	return o
 }
 
 // then returns a func that calls f (if set), then g.
-func then(f, g func(zkrecipes.HoldEvent)) func(zkrecipes.HoldEvent) {
+func then[E any](f, g func(E)) func(E) {
 	if f == nil {
 		return g
 	}
-	return func(e zkrecipes.HoldEvent) { f(e); g(e) }
+	return func(e E) { f(e); g(e) }
 }
 
 // recipe returns the attribute set of e's recipe metrics.
 func (t *Telemetry) recipe(e zkrecipes.HoldEvent) *attrs {
-	return t.set(attrKey{kind: recipeAttrs, a: e.Recipe, b: t.pathLabel(e.Path)})
+	return t.recipeSet(e.Recipe, e.Path)
+}
+
+// recipeSet returns the attribute set of the recipe metrics of recipe on
+// path.
+func (t *Telemetry) recipeSet(recipe, path string) *attrs {
+	return t.set(attrKey{kind: recipeAttrs, a: recipe, b: t.pathLabel(path)})
 }
 
 // set returns key's attribute set, made once.
@@ -355,6 +428,8 @@ func (t *Telemetry) set(key attrKey) *attrs {
 		kv = []attribute.KeyValue{AttrRecipe.String(key.a), AttrPath.String(key.b)}
 	case lossAttrs:
 		kv = []attribute.KeyValue{AttrRecipe.String(key.a), AttrPath.String(key.b), AttrLossReason.String(key.c)}
+	case pathAttrs:
+		kv = []attribute.KeyValue{AttrPath.String(key.a)}
 	}
 	o, _ := t.attrs.LoadOrStore(key, newAttrs(kv...))
 	return o.(*attrs)
@@ -378,9 +453,27 @@ func (t *Telemetry) waitSpan(e zkrecipes.HoldEvent) {
 		span.RecordError(e.Err, trace.WithTimestamp(end))
 		span.SetStatus(codes.Error, e.Err.Error())
 	} else {
-		span.SetAttributes(AttrOutcome.String("granted"), AttrNode.String(e.Node),
-			AttrToken.Int64(e.Token), AttrAhead.Int(e.Ahead))
+		span.SetAttributes(AttrOutcome.String("granted"), AttrNode.String(e.Node), AttrAhead.Int(e.Ahead))
+		if e.Token != 0 {
+			span.SetAttributes(AttrToken.Int64(e.Token))
+		}
 	}
+	span.End(trace.WithTimestamp(end))
+}
+
+// takeSpan records the span of an item a Queue's Take or Poll took. A
+// LockingQueue's taking is its wait span already.
+func (t *Telemetry) takeSpan(e zkrecipes.ItemEvent) {
+	if e.Recipe != "queue" {
+		return
+	}
+	ctx := e.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	end := time.Now()
+	_, span := t.tracer.Start(ctx, "zkrecipes.queue.take",
+		trace.WithTimestamp(end.Add(-e.Wait)), trace.WithAttributes(AttrPath.String(e.Path)))
 	span.End(trace.WithTimestamp(end))
 }
 
@@ -389,8 +482,10 @@ func (t *Telemetry) waitSpan(e zkrecipes.HoldEvent) {
 func (t *Telemetry) holdSpan(e zkrecipes.HoldEvent, lost bool) {
 	end := time.Now()
 	_, span := t.tracer.Start(parent(e), "zkrecipes."+e.Recipe+".hold",
-		trace.WithTimestamp(end.Add(-e.Held)), trace.WithAttributes(AttrPath.String(e.Path),
-			AttrNode.String(e.Node), AttrToken.Int64(e.Token)))
+		trace.WithTimestamp(end.Add(-e.Held)), trace.WithAttributes(AttrPath.String(e.Path), AttrNode.String(e.Node)))
+	if e.Token != 0 {
+		span.SetAttributes(AttrToken.Int64(e.Token))
+	}
 	if lost {
 		span.SetAttributes(AttrOutcome.String("lost"), AttrLossReason.String(string(e.Reason)))
 		msg := "lost: " + string(e.Reason)

@@ -554,6 +554,11 @@ func TestNoAllocs(t *testing.T) {
 	if n := allocs(func() { o.Queued(ev); o.Granted(ev); o.Released(ev) }); n != 0 {
 		t.Errorf("a lock's metrics allocate %v times", n)
 	}
+	item := zkrecipes.ItemEvent{Context: context.Background(), Recipe: "queue", Path: "/q", Wait: time.Millisecond}
+	resync := zkrecipes.ResyncEvent{Path: "/c", Nodes: 3, Took: time.Millisecond}
+	if n := allocs(func() { o.Offered(item); o.Taken(item); o.Resynced(resync) }); n != 0 {
+		t.Errorf("an item's and a resync's metrics allocate %v times", n)
+	}
 	e.expect(3003, "zkrecipes.client.requests", "zk.op", "getData", "zk.code", "OK")
 }
 
@@ -617,6 +622,138 @@ func (discard) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 func (discard) OnEnd(sdktrace.ReadOnlySpan)                     {}
 func (discard) Shutdown(context.Context) error                  { return nil }
 func (discard) ForceFlush(context.Context) error                { return nil }
+
+// TestQueuesAndHoldings reads back the holdings of the other recipes, the
+// items offered and taken, the take span of a Queue's item, and the live
+// sessions and their event backlog, which a collection reads from the
+// clients and forgets once closed.
+func TestQueuesAndHoldings(t *testing.T) {
+	e := newEnv(t)
+	s := e.session(shared.Addr(0))
+	e.expect(1, "zkrecipes.client.sessions")
+	ctx, caller := e.tp.Tracer("test").Start(e.ctx, "caller")
+	lq := zkrecipes.NewLockingQueue(s, e.base+"/lq")
+	for range 2 {
+		if err := lq.Offer(ctx, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it, err := lq.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.expect(2, "zkrecipes.items.offered", "zk.recipe", "lqueue", "zk.path", "all")
+	e.expect(1, "zkrecipes.items.taken", "zk.recipe", "lqueue", "zk.path", "all")
+	e.expect(1, "zkrecipes.holdings", "zk.recipe", "lqueue")
+	if err := it.Consume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(0, "zkrecipes.holdings", "zk.recipe", "lqueue")
+	// A LockingQueue's taking is its wait: no take span besides.
+	if w := e.one("zkrecipes.lqueue.wait"); w.Parent().SpanID() != caller.SpanContext().SpanID() {
+		t.Error("the lqueue wait span is not a child of the caller's")
+	}
+	e.one("zkrecipes.lqueue.hold")
+	if n := len(e.ended("zkrecipes.lqueue.take")); n != 0 {
+		t.Errorf("%d lqueue take spans, want none", n)
+	}
+
+	qp := e.base + "/q"
+	q := zkrecipes.NewQueue(s, qp)
+	if err := q.Offer(ctx, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	if _, err := q.Take(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	e.expect(1, "zkrecipes.items.offered", "zk.recipe", "queue")
+	e.expect(1, "zkrecipes.items.taken", "zk.recipe", "queue")
+	e.expect(3, "zkrecipes.items.offered")
+	take := e.one("zkrecipes.queue.take")
+	if take.Parent().SpanID() != caller.SpanContext().SpanID() {
+		t.Error("the take span is not a child of the caller's")
+	}
+	if got := attr(take, AttrPath); got != qp {
+		t.Errorf("take span path %q, want %q", got, qp)
+	}
+	if st, en := take.StartTime(), take.EndTime(); st.Before(before) || en.After(after) || en.Before(st) {
+		t.Errorf("take span [%v, %v], want within the call [%v, %v]", st, en, before, after)
+	}
+	caller.End()
+
+	lease, err := zkrecipes.NewSemaphore(s, e.base+"/sem", 1).Acquire(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := zkrecipes.JoinGroup(e.ctx, s, e.base+"/g", "m", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.expect(1, "zkrecipes.holdings", "zk.recipe", "semaphore")
+	e.expect(1, "zkrecipes.holdings", "zk.recipe", "member")
+	e.expect(1, "zkrecipes.wait.duration", "zk.recipe", "semaphore")
+	if err := lease.Release(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Leave(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(0, "zkrecipes.holdings", "zk.recipe", "semaphore")
+	e.expect(0, "zkrecipes.holdings", "zk.recipe", "member")
+	e.one("zkrecipes.member.hold")
+
+	// Events left unread in a persistent watch are the backlog.
+	w, err := s.Client().AddWatch(e.ctx, qp, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := s.Client().Set(e.ctx, qp, nil, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.await(2, "zkrecipes.client.event.backlog")
+	e.expect(1, "zkrecipes.client.sessions")
+	if err := w.Remove(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.expect(0, "zkrecipes.client.sessions")
+	e.expect(0, "zkrecipes.client.event.backlog")
+	e.tel.mu.Lock()
+	n := len(e.tel.clients)
+	e.tel.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d clients kept after their session closed, want 0", n)
+	}
+}
+
+// TestCacheResync: a Cache's re-read after a cut connection is counted.
+func TestCacheResync(t *testing.T) {
+	e := newEnv(t)
+	px := zktest.NewProxyT(t, shared.Addr(0))
+	s := e.session(px.Addr())
+	c, err := zkrecipes.NewCache(e.ctx, s, e.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e.expect(0, "zkrecipes.cache.resyncs")
+	px.Cut()
+	// One cut may give two re-reads: one when the connection is lost
+	// (Suspended), which completes once it is back, and one more if the
+	// Cache reads Reconnected only after that.
+	zktest.Eventually(t, 20*time.Second, "a cache resync", func() error {
+		if v := e.value("zkrecipes.cache.resyncs", "zk.path", "all"); v < 1 || v > 2 {
+			return fmt.Errorf("%v resyncs, want 1 or 2", v)
+		}
+		return nil
+	})
+}
 
 func TestBadBuckets(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
