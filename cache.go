@@ -397,9 +397,15 @@ func (c *Cache) state(ctx context.Context) error {
 	switch {
 	case ev.State.Final():
 		return ev.Err
-	case ev.State == zkclient.StateSuspended, ev.State == zkclient.StateReconnected:
+	case ev.State == zkclient.StateSuspended:
 		// The server restores the watch on reconnection but does not
-		// report what changed meanwhile.
+		// report what changed meanwhile: the tree is read again, and
+		// that read's requests are answered on the new connection, so
+		// it covers the reconnection. Reconnected itself asks for
+		// nothing: every one follows a Suspended (seen here, or taken by
+		// a read's drainStates, whose read then fails or runs after
+		// the reconnection), and reading again on it read the tree
+		// twice after one cut.
 		c.resync = true
 	}
 	return nil
