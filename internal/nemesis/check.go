@@ -112,6 +112,7 @@ type session struct {
 	timeout   time.Duration
 	ended     bool
 	endKind   string
+	endAt     time.Duration
 	confirmed time.Duration
 	forced    bool
 	forcedAt  time.Duration
@@ -170,7 +171,7 @@ func rebuild(events []Event) (map[int32]*holding, map[sessionKey]*session) {
 			s.strict, s.timeout = e.Strict, e.Timeout
 		case KindSessionEnd:
 			s := sess(e)
-			s.ended, s.endKind, s.confirmed = true, e.ErrKind, e.Confirmed
+			s.ended, s.endKind, s.endAt, s.confirmed = true, e.ErrKind, e.At, e.Confirmed
 		case KindForcedExpiry:
 			s := sess(e)
 			if !s.forced {
@@ -195,7 +196,11 @@ func rebuild(events []Event) (map[int32]*holding, map[sessionKey]*session) {
 // excuse tells whether x's session was over for the server by time at,
 // without x's holder knowing: it ended expired, and the nemesis had set
 // out to expire it by then, or (no strict mode) at was at least its
-// timeout, less the slack, after its newest answered send.
+// timeout, less the slack, after its newest answered send. A session the
+// client closed counts as expired too when nothing was answered for its
+// timeout before the close: its close never reached a server that could
+// have expired it by then (a member that stalled while the client waited
+// for it, say), so the server's end of it is unknown.
 func excuse(x *holding, at time.Duration, ss map[sessionKey]*session, cfg Config) (string, bool) {
 	s := ss[sessionKey{x.client, x.gen}]
 	if s == nil {
@@ -205,7 +210,8 @@ func excuse(x *holding, at time.Duration, ss map[sessionKey]*session, cfg Config
 	if s.forced && expired && at >= s.forcedAt {
 		return "forced", true
 	}
-	if !s.strict && expired && at >= s.confirmed+s.timeout-cfg.ExpirySlack {
+	unheard := s.ended && s.endKind == ErrKindSessionClosed && s.endAt >= s.confirmed+s.timeout
+	if !s.strict && (expired || unheard) && at >= s.confirmed+s.timeout-cfg.ExpirySlack {
 		return "expired", true
 	}
 	return "", false

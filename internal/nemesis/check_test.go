@@ -240,16 +240,17 @@ func TestCheckServerExpiry(t *testing.T) {
 	// Holder 0's session ends expired; its newest answered send was at
 	// 0.5 s, timeout 1 s, slack 0.1 s: the server cannot have expired it
 	// before 1.4 s.
-	build := func(strict bool, end string, other float64) []Event {
+	buildHeard := func(strict bool, end string, other, confirmed float64) []Event {
 		var b hist
 		b.session(0, 0, 1, strict, 1)
 		b.session(0, 1, 1, true, 1)
 		a := b.hold(0, 1, "mutex", Exclusive, 10, 0.2, 5)
-		b.sessionEnd(4.9, 0, 1, end, 0.5)
+		b.sessionEnd(4.9, 0, 1, end, confirmed)
 		b.lost(4.9, a)
 		b.hold(1, 1, "mutex", Exclusive, 12, other, other+1)
 		return b.finish()
 	}
+	build := func(strict bool, end string, other float64) []Event { return buildHeard(strict, end, other, 0.5) }
 	r := Check(build(false, ErrKindSessionExpired, 2), testConfig)
 	wantProps(t, r)
 	if r.Counts.ExcusedExpiry != 1 || r.Counts.Expired != 1 {
@@ -258,8 +259,16 @@ func TestCheckServerExpiry(t *testing.T) {
 	t.Run("granted before the server could expire it", func(t *testing.T) {
 		wantProps(t, Check(build(false, ErrKindSessionExpired, 1.2), testConfig), PropExclusion)
 	})
-	t.Run("session not expired", func(t *testing.T) {
-		wantProps(t, Check(build(false, ErrKindSessionClosed, 2), testConfig), PropExclusion)
+	t.Run("session closed, heard until its close", func(t *testing.T) {
+		// Answered at 4.85 s: the server cannot have expired it before
+		// 5.75 s, long after the other's grant.
+		wantProps(t, Check(buildHeard(false, ErrKindSessionClosed, 2, 4.85), testConfig), PropExclusion)
+	})
+	t.Run("session closed, unheard for its timeout before the close", func(t *testing.T) {
+		// Nothing answered since 0.5 s: the close at 4.9 s never reached
+		// a server that may have expired it from 1.4 s on.
+		wantProps(t, Check(build(false, ErrKindSessionClosed, 2), testConfig))
+		wantProps(t, Check(build(false, ErrKindSessionClosed, 1.2), testConfig), PropExclusion)
 	})
 	t.Run("strict session", func(t *testing.T) {
 		// Strict mode must have closed Lost before the server expired it.
