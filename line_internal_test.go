@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -67,7 +69,11 @@ func TestLocateAgreesWithSortedQueue(t *testing.T) {
 			if rng.IntN(4) == 0 {
 				continue // deleted
 			}
-			kids = append(kids, fmt.Sprintf("%s%010d", markers[rng.IntN(len(markers))], seq))
+			m := markers[rng.IntN(len(markers))]
+			if strings.HasPrefix(m, "_c_x-") && rng.IntN(2) == 0 {
+				m = ticketPrefix(rng.IntN(2) == 0) + m[len("_c_x-"):] // grantable
+			}
+			kids = append(kids, fmt.Sprintf("%s%010d", m, seq))
 		}
 		rng.Shuffle(len(kids), func(i, j int) { kids[i], kids[j] = kids[j], kids[i] })
 		cs, err := q.sorted(kids)
@@ -102,7 +108,21 @@ func TestLocateAgreesWithSortedQueue(t *testing.T) {
 				}
 			}
 		}
-		if got != want {
+		if i >= 0 && !cs[i].reader && i+1 < len(cs) {
+			// The heirs: the next contender if it is not a reader, else
+			// the run of readers up to the next writer; only grantable ones.
+			for j := i + 1; j < len(cs) && (j == i+1 || cs[j].reader) && (cs[j].reader == cs[i+1].reader); j++ {
+				if grantable(cs[j].name) {
+					want.heirs = append(want.heirs, cs[j].name)
+				}
+				if !cs[j].reader {
+					break
+				}
+			}
+		}
+		slices.Sort(got.heirs) // in listing order
+		slices.Sort(want.heirs)
+		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("listing %v, ticket %s: locate = %+v, sorted queue says %+v", kids, tk.name, got, want)
 		}
 	}

@@ -201,7 +201,7 @@ func TestMutexConnectionCutDuringCreate(t *testing.T) {
 			m := zkrecipes.NewMutex(s, lock)
 			must(t, other.Lock(ctx), "warm up: other Lock") // the path exists, so the next create is the node's
 			must(t, other.Unlock(ctx), "warm up: other Unlock")
-			p.CutOnRequest(1, forward) // opcode 1: create
+			p.CutOnRequest(15, forward) // opcode 15: create2, which makes contender nodes
 			must(t, m.Lock(ctx), "Lock through a cut connection")
 			select {
 			case <-p.Tripped():
@@ -306,11 +306,13 @@ func TestMutexNoHerd(t *testing.T) {
 	must(t, holder.Unlock(ctx), "holder: Unlock")
 	wg.Wait()
 
-	var events, listings int64
+	var events, listings, grants, granted int64
 	for i, s := range sessions {
 		st := s.Stats()
 		events += st.WatchEvents - before[i].WatchEvents
 		listings += st.Listings
+		grants += st.Grants
+		granted += st.Granted
 		if st.Listings > 2 {
 			t.Errorf("waiter %d listed the children %d times for one acquisition", i, st.Listings)
 		}
@@ -324,7 +326,7 @@ func TestMutexNoHerd(t *testing.T) {
 	if events != releases {
 		t.Errorf("waiters received %d watch events for %d releases, want exactly one per release", events, releases)
 	}
-	t.Logf("%d releases: %d watch events, %d listings in all", releases, events, listings)
+	t.Logf("%d releases: %d watch events, %d listings in all, %d grants sent, %d received", releases, events, listings, grants, granted)
 	e.empty(lock)
 }
 

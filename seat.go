@@ -3,6 +3,7 @@ package zkrecipes
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
@@ -47,7 +48,7 @@ func (st *seat) init(s *Session, path string, kinds []kind, opts []LockOption) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	st.q = line{s: s, dir: path, kinds: kinds}
+	st.q = line{s: s, dir: path, kinds: kinds, grants: !slices.Contains(kinds, latchKind)}
 	st.err = checkPath(path)
 	st.data = cfg.data
 }
@@ -89,7 +90,7 @@ func (st *seat) settle(ctx context.Context, t *ticket, err error, op string) err
 		return errorf("%s %s: %w", op, st.q.dir, err)
 	}
 	st.held = t
-	st.hold = st.acq.granted(st.q.s, t.path(), t.ahead, t.token)
+	st.hold = st.acq.grantedWatched(st.q.s, t.path(), t.ahead, t.token, t.ownWatch())
 	return nil
 }
 
@@ -178,7 +179,7 @@ func (st *seat) leave(ctx context.Context, reader bool, op string) error {
 	st.mu.Unlock()
 
 	held := h.drop()
-	err := t.leave(ctx)
+	err := t.release(ctx)
 	h.settle(err == nil)
 	h.released(held, err)
 	if err != nil {
