@@ -92,8 +92,10 @@ type ticket struct {
 	granted bool  // it holds by its predecessor's grant, not by a listing
 
 	// heirs are the nodes the ticket grants the line to when it lets go
-	// while holding (see release), found in its latest listing.
+	// while holding (see release), found in its latest listing; later,
+	// if not nil, delivers those of a later listing (see lookAhead).
 	heirs []heir
+	later <-chan []heir
 	// mine watches the ticket's own node while it waits, from its first
 	// wait on: a grant writes the node. nil until armed.
 	mine *armed
@@ -308,7 +310,7 @@ type place struct {
 	listed  bool     // the ticket's node is in the listing
 	blocker string   // the nearest earlier contender that blocks it; "" if none: it holds
 	ahead   int      // contenders listed before it, blocking it or not
-	heirs   []string // what it grants the line to when it lets go (see heirsOf)
+	heirs   []string // what it grants the line to when it lets go (see heirNames)
 }
 
 // locate finds the ticket's place in a listing in one pass, without sorting
@@ -325,7 +327,7 @@ func (t *ticket) locate(kids []string) (place, error) {
 	var p place
 	var nearest int32 = -1
 	// The first contender after the ticket, and the first that is not a
-	// reader: the ticket's heirs are among them (see heirsOf).
+	// reader: the ticket's heirs are among them (see heirNames).
 	var next, writer contender
 	next.seq, writer.seq = -1, -1
 	for _, k := range kids {
@@ -351,18 +353,18 @@ func (t *ticket) locate(kids []string) (place, error) {
 		}
 	}
 	if t.q.grants && !me.reader && next.seq >= 0 {
-		p.heirs = heirsOf(kids, t.q.kinds, next, writer)
+		p.heirs = heirNames(kids, t.q.kinds, next, writer)
 	}
 	return p, nil
 }
 
-// heirsOf returns the contenders a holder that is not a reader grants the
+// heirNames returns the contenders a holder that is not a reader grants the
 // line to: the first contender after it, if that is not a reader; else every
 // reader before the first later writer (none of them waits for anything
 // but the holder). Only the contenders this library made can be granted
 // (grantable); should the first be another's, there are none: it lists,
 // when the holder's node goes, as it always has.
-func heirsOf(kids []string, kinds []kind, next, writer contender) []string {
+func heirNames(kids []string, kinds []kind, next, writer contender) []string {
 	if !next.reader {
 		if grantable(next.name) {
 			return []string{next.name}
@@ -379,14 +381,20 @@ func heirsOf(kids []string, kinds []kind, next, writer contender) []string {
 	return out
 }
 
-// learn records the heirs of the ticket's latest listing, reading the data
-// of those whose data is not empty (a grant writes it back unchanged), in
-// the background: the read is answered long before the ticket lets go.
+// learn records the heirs of the ticket's latest listing (see heirNames).
 func (t *ticket) learn(names []string) {
+	t.later = nil
+	t.heirs = t.heirsOf(names, t.heirs)
+}
+
+// heirsOf returns the heirs named, reading the data of those whose data
+// is not empty (a grant writes it back unchanged) in the background, unless
+// known already: the read is answered long before the ticket lets go.
+func (t *ticket) heirsOf(names []string, known []heir) []heir {
 	var hs []heir
 	for _, n := range names {
 		h := heir{name: n}
-		for _, old := range t.heirs {
+		for _, old := range known {
 			if old.name == n {
 				h = old
 			}
@@ -397,35 +405,54 @@ func (t *ticket) learn(names []string) {
 		}
 		hs = append(hs, h)
 	}
-	t.heirs = hs
+	return hs
 }
 
 // await waits until pred, the nearest node that blocks the ticket, is
-// deleted or changes (then the caller lists again), or until a grant writes
-// the ticket's own node (granted). It watches pred with getData, as
-// Curator does: the read fails, setting no watch, if pred is gone. A
-// grant's transaction also deletes pred, after the write: its events come
-// in that order, and the grant is looked for first.
+// deleted (then the caller lists again), or until a grant writes the
+// ticket's own node (granted). It watches pred with getData, as Curator
+// does: the read fails, setting no watch, if pred is gone. A grant's
+// transaction also deletes pred, after the write: its events come in that
+// order, and the grant is looked for first.
+//
+// When pred's data changes, in a line with grants pred was granted the
+// line, and the ticket is next: it lists the line in the background, to
+// know its own heirs by its turn, and watches pred again.
 func (t *ticket) await(ctx context.Context, pred string) (granted bool, err error) {
-	s, mine := t.s, t.mine
 	if t.q.beforeWatch != nil {
 		t.q.beforeWatch(pred)
 	}
-	rd, err := s.read(ctx, pred, reading{op: readData, watch: true})
-	if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
-		return false, err
-	}
 	for {
-		granted, gone := mine.state()
+		rd, err := t.s.read(ctx, pred, reading{op: readData, watch: true})
+		if err != nil && !errors.Is(err, zkclient.ErrNoNode) {
+			return false, err
+		}
+		changed, granted, err := t.watch(ctx, rd, err != nil)
+		if !changed {
+			return granted, err
+		}
+		if t.q.grants {
+			t.lookAhead()
+		}
+	}
+}
+
+// watch waits on the watch of pred read in rd (gone: pred was gone
+// already) and on the ticket's own node: changed reports that pred's data
+// changed.
+func (t *ticket) watch(ctx context.Context, rd reply, gone bool) (changed, granted bool, err error) {
+	s, mine := t.s, t.mine
+	for {
+		granted, lost := mine.state()
 		switch {
-		case gone:
+		case lost:
 			rd.w.stop()
-			return false, ErrNodeLost
+			return false, false, ErrNodeLost
 		case granted:
 			rd.w.stop()
-			return true, nil
-		case err != nil:
-			return false, nil // pred is gone already: list again
+			return false, true, nil
+		case gone:
+			return false, false, nil // list again
 		}
 		var done <-chan struct{}
 		var own <-chan zkclient.Event
@@ -444,21 +471,44 @@ func (t *ticket) await(ctx context.Context, pred string) (granted bool, err erro
 		case ev := <-own:
 			mine.take(ev)
 		case ev := <-rd.w.event():
-			if ev.Type == zkclient.EventNotWatching {
+			switch ev.Type {
+			case zkclient.EventNodeDataChanged:
+				return true, false, nil
+			case zkclient.EventNotWatching:
 				if err := s.Err(); err != nil {
-					return false, err
+					return false, false, err
 				}
 			}
-			// Deleted, or changed: look again (unless a grant came).
+			// Deleted (or the watch ended): look again, unless a
+			// grant came.
 			granted, _ := mine.state()
-			return granted, nil
+			return false, granted, nil
 		case <-ctx.Done():
 			rd.w.stop()
-			return false, ctx.Err()
+			return false, false, ctx.Err()
 		case <-s.Done():
-			return false, s.Err()
+			return false, false, s.Err()
 		}
 	}
+}
+
+// lookAhead lists the line in the background and learns the ticket's heirs
+// from that listing (see learn), ready by the time the ticket lets go.
+func (t *ticket) lookAhead() {
+	s := t.s
+	s.stats.listings.Add(1)
+	call := s.c.ChildrenAsync(t.q.dir)
+	ch := make(chan []heir, 1)
+	t.later = ch
+	go func() {
+		var hs []heir
+		if l, err := call.Wait(context.Background()); err == nil {
+			if p, err := t.locate(l.Names); err == nil && p.listed {
+				hs = t.heirsOf(p.heirs, nil)
+			}
+		}
+		ch <- hs
+	}()
 }
 
 // release lets go of the line while the ticket holds. With heirs (see
@@ -484,6 +534,14 @@ func (t *ticket) release(ctx context.Context) error {
 // grants returns the writes that grant the line to the ticket's heirs, or
 // nil if there are none to grant.
 func (t *ticket) grants(ctx context.Context) []zkclient.Op {
+	if ch := t.later; ch != nil {
+		// The listing of the look ahead, most likely answered already.
+		select {
+		case t.heirs = <-ch:
+		case <-ctx.Done():
+		}
+		t.later = nil
+	}
 	var ops []zkclient.Op
 	for _, h := range t.heirs {
 		var data []byte

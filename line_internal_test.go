@@ -62,7 +62,7 @@ func TestSequenceWrapDetected(t *testing.T) {
 func TestLocateAgreesWithSortedQueue(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	markers := []string{"_c_x-lock-", "_c_x-__READ__", "_c_x-__WRIT__", "k__rlock__", "k__lock__", "leases", "_c_x-latch-"}
-	q := &line{dir: "/l", kinds: lockKinds}
+	q := &line{dir: "/l", kinds: lockKinds, grants: true}
 	for round := range 2000 {
 		var kids []string
 		for seq := range 1 + rng.IntN(12) {

@@ -23,7 +23,7 @@ func TestMutexWaitingNodeDeleted(t *testing.T) {
 	w := zkrecipes.NewMutex(e.session(), lock)
 	wc := async(func() error { return w.Lock(ctx) })
 	e.waitWatches("w to watch", base+2) // its own node (for a grant) and the holder's
-	kids := e.children(lock) // the holder's node and w's, in no order
+	kids := e.children(lock)            // the holder's node and w's, in no order
 	if len(kids) != 2 {
 		t.Fatalf("children %v, want the holder's and w's", kids)
 	}
