@@ -579,6 +579,9 @@ func (t *ticket) requeue(ctx context.Context, data []byte) (*ticket, error) {
 		s.stats.listings.Add(1)
 		n.first = s.c.ChildrenAsync(t.q.dir)
 		res, err := call.Wait(ctx)
+		if err == nil {
+			err = firstErr(res) // MultiAsync reports a failed operation in its result
+		}
 		switch {
 		case errors.Is(err, ErrConnectionLoss):
 			n.first = nil
@@ -605,6 +608,16 @@ func (t *ticket) requeue(ctx context.Context, data []byte) (*ticket, error) {
 		n.czxid = call.Zxid()
 		return n, nil
 	}
+}
+
+// firstErr returns the first failed operation's error of a multi's results.
+func firstErr(res []zkclient.OpResult) error {
+	for _, r := range res {
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	return nil
 }
 
 // grantFailed reports whether a multi's first failed operation is one of
