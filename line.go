@@ -247,6 +247,14 @@ func (t *ticket) waitTurn(ctx context.Context, try bool) error {
 		case granted:
 			s.stats.granted.Add(1)
 			t.token, t.granted = t.czxid, true
+			if len(t.heirs) == 0 && t.later == nil {
+				// Held without a listing, knowing no heir (it queued
+				// last, and its predecessor was granted before it
+				// watched it): look now, in the background, so that
+				// its release can grant too. The listing replaces the
+				// one its successor would take after a plain delete.
+				t.lookAhead()
+			}
 			return nil
 		}
 	}
@@ -280,6 +288,22 @@ func (a *armed) take(ev zkclient.Event) {
 	a.ev, a.fired = ev, true
 	if ev.Type != zkclient.EventNotWatching {
 		a.s.stats.holdEvents.Add(1)
+	}
+}
+
+// wait waits until the read that sets the watch has answered (a nil
+// armed: nothing to wait for).
+func (a *armed) wait(ctx context.Context) error {
+	if a == nil {
+		return nil
+	}
+	select {
+	case <-a.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-a.s.Done():
+		return a.s.Err()
 	}
 }
 
@@ -443,6 +467,15 @@ func (t *ticket) await(ctx context.Context, pred string) (granted bool, err erro
 func (t *ticket) watch(ctx context.Context, rd reply, gone bool) (changed, granted bool, err error) {
 	s, mine := t.s, t.mine
 	for {
+		if gone {
+			// A grant's multi deletes pred: before looking again, let
+			// the read that watches our own node answer (it was sent
+			// first, and is answered by then), lest a grant that came
+			// be taken for a free line and listed for.
+			if err := mine.wait(ctx); err != nil {
+				return false, false, err
+			}
+		}
 		granted, lost := mine.state()
 		switch {
 		case lost:
@@ -481,8 +514,7 @@ func (t *ticket) watch(ctx context.Context, rd reply, gone bool) (changed, grant
 			}
 			// Deleted (or the watch ended): look again, unless a
 			// grant came.
-			granted, _ := mine.state()
-			return false, granted, nil
+			gone = true
 		case <-ctx.Done():
 			rd.w.stop()
 			return false, false, ctx.Err()
