@@ -35,7 +35,7 @@ func starts(out string) []started {
 
 // announce is a command that says its token and pid, then sleeps (the same
 // pid), until stopped.
-const announce = `echo "token $ZKR_FENCING_TOKEN pid $$"; exec sleep 60`
+const announce = `echo "token $ZKR_FENCING_TOKEN pid $$"; exec sleep 300`
 
 // TestElectRequeue runs zkr elect --requeue through a proxy, partitions it
 // until the server expires its session: zkr stops the leader's command,
