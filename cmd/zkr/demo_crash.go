@@ -348,7 +348,7 @@ func crashOne(ctx context.Context, env *demoEnv, recipe, path string, timeout ti
 	if run.LateWrite, err = crashLateWrite(ctx, reg, recipe, run.OldToken); err != nil {
 		return run, err
 	}
-	if _, run.Register, _, err = reg.read(ctx); err != nil {
+	if _, run.Register, err = reg.read(ctx); err != nil {
 		return run, err
 	}
 	if told != nil {

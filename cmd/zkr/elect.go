@@ -16,6 +16,7 @@ type electFlags struct {
 	observe bool
 	timeout time.Duration
 	grace   time.Duration
+	requeue requeueFlags
 }
 
 func (a *app) newElectCmd() *cobra.Command {
@@ -32,9 +33,18 @@ candidate in line is woken when a leader goes.
 
 If leadership is lost while COMMAND runs (the session is strict: connection down
 for half the session timeout, session expired, or the node deleted), COMMAND is
-sent SIGTERM, then SIGKILL after --grace, and zkr exits with status 5. Run zkr
-elect under a supervisor that restarts it to campaign again. COMMAND gets
-ZKR_ID, ZKR_PATH and ZKR_FENCING_TOKEN.
+sent SIGTERM, then SIGKILL after --grace, and zkr exits with status 5. COMMAND
+gets ZKR_ID, ZKR_PATH and ZKR_FENCING_TOKEN.
+
+With --requeue, zkr campaigns again after a loss instead of exiting (on a new
+session after an expiry, after a pause that grows from 100 ms to 5 s while
+attempts keep failing), and runs a new COMMAND, with the new leadership's
+larger ZKR_FENCING_TOKEN, each time it leads: Apache Curator's LeaderSelector
+with autoRequeue. --restart says what a COMMAND that exits on its own does:
+on-failure (the default) resigns and campaigns again after a non-zero status
+and ends zkr with status 0 after 0; always campaigns again after every exit;
+never ends zkr with COMMAND's status. SIGINT or SIGTERM stops COMMAND (SIGTERM,
+then SIGKILL after --grace), resigns and exits with status 0.
 
 With --observe, zkr takes no part: it prints the leader's id (or "no leader")
 now and at every change, until interrupted.
@@ -42,6 +52,7 @@ now and at every change, until interrupted.
 Exit status: COMMAND's own, or 2 bad input, 3 --timeout expired, 5 leadership
 lost, 6 no connection to ZooKeeper, 126/127 COMMAND cannot be run / not found.`,
 		Example: `  zkr elect /services/mailer --id "$(hostname)" -- ./mailer --serve
+  zkr elect /services/mailer --id "$(hostname)" --requeue --restart always -- ./mailer --serve
   zkr elect /services/mailer --observe`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if f.observe {
@@ -67,12 +78,16 @@ lost, 6 no connection to ZooKeeper, 126/127 COMMAND cannot be run / not found.`,
 	fl.BoolVar(&f.observe, "observe", false, "print leader changes instead of campaigning")
 	fl.DurationVar(&f.timeout, "timeout", 0, "give up after campaigning this long without leading (exit status 3); 0 waits forever")
 	fl.DurationVar(&f.grace, "grace", 10*time.Second, "after leadership is lost, time between SIGTERM and SIGKILL to COMMAND")
+	addRequeueFlags(cmd, &f.requeue, "campaign")
 	return cmd
 }
 
 func (a *app) elect(cmd *cobra.Command, f electFlags, path string, argv []string) error {
-	if f.timeout < 0 || f.grace < 0 {
+	switch {
+	case f.timeout < 0 || f.grace < 0:
 		return usagef("--timeout and --grace must not be negative")
+	case f.requeue.requeue && f.timeout != 0:
+		return usagef("--requeue and --timeout exclude each other")
 	}
 	what := "leadership of " + path
 	return a.hold(cmd, holdSpec{
@@ -90,6 +105,10 @@ func (a *app) elect(cmd *cobra.Command, f electFlags, path string, argv []string
 				return taken{}, err
 			}
 			return taken{release: e.Resign, lost: e.Lost(), token: e.Token()}, nil
+		},
+		requeue: f.requeue,
+		supervise: func(ctx context.Context, newSession func(context.Context) (*zkrecipes.Session, error), work func(context.Context) error, opts ...zkrecipes.SuperviseOption) error {
+			return zkrecipes.RunWhileLeader(ctx, newSession, path, f.id, work, opts...)
 		},
 	}, argv)
 }

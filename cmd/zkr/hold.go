@@ -29,6 +29,10 @@ type holdSpec struct {
 	// take waits for the holding on s. An error that already carries an
 	// exit status (exit status 4: held by another) is returned as is.
 	take func(ctx context.Context, s *zkrecipes.Session) (taken, error)
+	// With requeue.requeue, supervise replaces take: zkr holds again after
+	// a loss (see holdSupervised).
+	requeue   requeueFlags
+	supervise superviseFunc
 }
 
 // taken is a holding obtained.
@@ -45,6 +49,9 @@ var errHoldTimeout = errors.New("timeout")
 // while holding it (without argv: until a signal comes or the holding is
 // lost), releases it on every way out, and returns zkr's exit.
 func (a *app) hold(cmd *cobra.Command, h holdSpec, argv []string) error {
+	if h.requeue != (requeueFlags{}) {
+		return a.holdSupervised(cmd, h, argv)
+	}
 	sigs := catchSignals()
 	defer sigs.release()
 	ctx := cmd.Context()

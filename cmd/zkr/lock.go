@@ -18,6 +18,7 @@ type lockFlags struct {
 	write   bool
 	id      string
 	grace   time.Duration
+	requeue requeueFlags
 }
 
 func (a *app) newLockCmd() *cobra.Command {
@@ -46,6 +47,16 @@ server expires the session). COMMAND is then sent SIGTERM, then SIGKILL after
 --grace, and zkr exits with status 5, saying why. Signals sent to zkr are
 forwarded to COMMAND; the lock is released on every way out.
 
+With --requeue (the plain lock only), zkr waits for the lock again after a
+loss instead of exiting (on a new session after an expiry, after a pause that
+grows from 100 ms to 5 s while attempts keep failing), and runs a new COMMAND,
+with the new holding's larger ZKR_FENCING_TOKEN, each time it holds the lock.
+--restart says what a COMMAND that exits on its own does: on-failure (the
+default) unlocks and locks again after a non-zero status and ends zkr with
+status 0 after 0; always locks again after every exit; never ends zkr with
+COMMAND's status. SIGINT or SIGTERM stops COMMAND (SIGTERM, then SIGKILL after
+--grace), unlocks and exits with status 0.
+
 Exit status: COMMAND's own, or 1 ZooKeeper error (such as an ACL refusing the
 credentials), 2 bad input, 3 --timeout expired, 4 lock held (--try), 5 lock
 lost, 6 no connection to ZooKeeper, 126/127 COMMAND cannot be run / not found,
@@ -55,7 +66,8 @@ lost, 6 no connection to ZooKeeper, 126/127 COMMAND cannot be run / not found,
   zkr lock --try /locks/cron-report -- ./report.sh || echo "another report is running"
   zkr lock --shared /locks/schema -- ./read-only-job
   zkr lock --write /locks/schema -- ./migrate
-  zkr lock --id "$(hostname)" /locks/backup -- ./backup.sh`,
+  zkr lock --id "$(hostname)" /locks/backup -- ./backup.sh
+  zkr lock --requeue /locks/singleton -- ./worker`,
 		Args: pathAndCommand(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.lock(cmd, f, args[0], args[1:])
@@ -68,6 +80,7 @@ lost, 6 no connection to ZooKeeper, 126/127 COMMAND cannot be run / not found,
 	fl.BoolVar(&f.write, "write", false, "take the write (exclusive) side of a read/write lock; the same exclusion as the plain lock")
 	fl.StringVar(&f.id, "id", "", "an id stored in the lock node (shown by zkr inspect)")
 	fl.DurationVar(&f.grace, "grace", 10*time.Second, "after the lock is lost, time between SIGTERM and SIGKILL to COMMAND")
+	addRequeueFlags(cmd, &f.requeue, "lock")
 	return cmd
 }
 
@@ -105,6 +118,10 @@ func (a *app) lock(cmd *cobra.Command, f lockFlags, path string, argv []string) 
 		return usagef("--timeout %v: must not be negative", f.timeout)
 	case f.grace < 0:
 		return usagef("--grace %v: must not be negative", f.grace)
+	case f.requeue.requeue && (f.try || f.timeout != 0):
+		return usagef("--requeue excludes --try and --timeout")
+	case f.requeue.requeue && (f.shared || f.write):
+		return usagef("--requeue works with the plain lock, not --shared or --write")
 	}
 	what := "the lock on " + path
 	switch {
@@ -135,6 +152,13 @@ func (a *app) lock(cmd *cobra.Command, f lockFlags, path string, argv []string) 
 				return taken{}, err
 			}
 			return taken{release: l.unlock, lost: l.lost(), token: l.token()}, nil
+		},
+		requeue: f.requeue,
+		supervise: func(ctx context.Context, newSession func(context.Context) (*zkrecipes.Session, error), work func(context.Context) error, opts ...zkrecipes.SuperviseOption) error {
+			if f.id != "" {
+				opts = append(opts, zkrecipes.WithLockOptions(zkrecipes.WithNodeData([]byte(f.id))))
+			}
+			return zkrecipes.RunWhileLocked(ctx, newSession, path, work, opts...)
 		},
 	}, argv)
 }

@@ -105,9 +105,10 @@ func (a *app) members(ctx context.Context, s *zkrecipes.Session, path string, wa
 
 // joinFlags are zkr join's options.
 type joinFlags struct {
-	id    string
-	data  string
-	grace time.Duration
+	id      string
+	data    string
+	grace   time.Duration
+	requeue requeueFlags
 }
 
 func (a *app) newJoinCmd() *cobra.Command {
@@ -125,10 +126,21 @@ session timeout, session expired, or the node deleted), COMMAND is sent SIGTERM,
 then SIGKILL after --grace, and zkr exits with status 5. COMMAND gets ZKR_ID,
 ZKR_PATH and ZKR_FENCING_TOKEN (0: memberships have no token).
 
+With --requeue, zkr joins again after a loss instead of exiting (on a new
+session after an expiry, after a pause that grows from 100 ms to 5 s while
+attempts keep failing), and runs a new COMMAND each time it is a member; an id
+taken by another session is waited for instead of ending zkr with status 4.
+--restart says what a COMMAND that exits on its own does: on-failure (the
+default) leaves and joins again after a non-zero status and ends zkr with
+status 0 after 0; always joins again after every exit; never ends zkr with
+COMMAND's status. SIGINT or SIGTERM stops COMMAND (SIGTERM, then SIGKILL after
+--grace), leaves and exits with status 0.
+
 Exit status: COMMAND's own, or 2 bad input, 4 member id taken, 5 membership
 lost, 6 no connection to ZooKeeper, 126/127 COMMAND cannot be run / not found.`,
 		Example: `  zkr join /services/mailer --id "$(hostname)" --data "$(hostname):8025" -- ./mailer
-  zkr join /workers --id w1`,
+  zkr join /workers --id w1
+  zkr join /workers --id w1 --requeue`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if f.id == "" {
 				return usagef("--id is required")
@@ -143,6 +155,7 @@ lost, 6 no connection to ZooKeeper, 126/127 COMMAND cannot be run / not found.`,
 	fl.StringVar(&f.id, "id", "", "member id: the name of this member's node (one path segment)")
 	fl.StringVar(&f.data, "data", "", "data to publish with the membership")
 	fl.DurationVar(&f.grace, "grace", 10*time.Second, "after the membership is lost, time between SIGTERM and SIGKILL to COMMAND")
+	addRequeueFlags(cmd, &f.requeue, "join")
 	return cmd
 }
 
@@ -166,6 +179,10 @@ func (a *app) join(cmd *cobra.Command, f joinFlags, path string, argv []string) 
 				return taken{}, err
 			}
 			return taken{release: g.Leave, lost: g.Lost()}, nil
+		},
+		requeue: f.requeue,
+		supervise: func(ctx context.Context, newSession func(context.Context) (*zkrecipes.Session, error), work func(context.Context) error, opts ...zkrecipes.SuperviseOption) error {
+			return zkrecipes.RunAsMember(ctx, newSession, path, f.id, []byte(f.data), work, opts...)
 		},
 	}, argv)
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +20,7 @@ import (
 type registerFlags struct {
 	id, address, payload, uriSpec string
 	port, sslPort                 int
+	disabled                      bool
 }
 
 func (a *app) newRegisterCmd() *cobra.Command {
@@ -38,6 +41,8 @@ its id and registration time), and if another session holds the id, it
 waits for that instance to go. COMMAND gets ZKR_PATH (BASE/NAME) and ZKR_ID.
 
 --payload is a JSON value; text that is not JSON is sent as a JSON string.
+--disabled registers the instance with Curator's "enabled": false: listed,
+but never picked by a service provider (zkr services --pick shows it).
 
 Exit status: COMMAND's own, or 2 bad input, 4 instance id held by another
 session, 6 no connection to ZooKeeper, 126/127 COMMAND cannot be run / not
@@ -56,6 +61,7 @@ found.`,
 	fl.IntVar(&f.sslPort, "ssl-port", 0, "the instance's SSL port (0: none)")
 	fl.StringVar(&f.payload, "payload", "", "the instance's payload: a JSON value, or text sent as a JSON string")
 	fl.StringVar(&f.uriSpec, "uri-spec", "", `Curator's UriSpec, as "{scheme}://{address}:{port}"`)
+	fl.BoolVar(&f.disabled, "disabled", false, `register the instance disabled (Curator's "enabled": false): providers do not pick it`)
 	return cmd
 }
 
@@ -81,7 +87,7 @@ func baseNameAndCommand(cmd *cobra.Command, args []string) error {
 
 // instance builds the instance the flags describe.
 func (f registerFlags) instance(name string) (zkrecipes.ServiceInstance, error) {
-	in := zkrecipes.ServiceInstance{Name: name, ID: f.id, Address: f.address, Port: f.port, SSLPort: f.sslPort, URISpec: f.uriSpec}
+	in := zkrecipes.ServiceInstance{Name: name, ID: f.id, Address: f.address, Port: f.port, SSLPort: f.sslPort, URISpec: f.uriSpec, Disabled: f.disabled}
 	for flag, p := range map[string]int{"--port": f.port, "--ssl-port": f.sslPort} {
 		if p < 0 || p > 65535 {
 			return in, usagef("%s %d: not a port", flag, p)
@@ -181,40 +187,176 @@ func (a *app) register(cmd *cobra.Command, f registerFlags, base, name string, a
 	}, sigs, argv)
 }
 
+// servicesFlags are zkr services' options.
+type servicesFlags struct {
+	watch, asJSON bool
+	pick          int
+	strategy      string
+}
+
 func (a *app) newServicesCmd() *cobra.Command {
-	var watch, asJSON bool
+	var f servicesFlags
 	cmd := &cobra.Command{
 		Use:   "services BASE [NAME]",
 		Short: "List the services under a base path, or the instances of one",
 		Long: `List the services registered under BASE in the layout of Apache Curator's
 service discovery, one name per line; with NAME, list that service's
-instances, one per line: id, address:port (and ssl:port), then the payload,
-separated by tabs. --json prints the instances as Curator's JSON, in a list.
+instances, one per line: id, address:port (and ssl:port), the payload, then
+"enabled" or "disabled" (Curator's enabled flag), separated by tabs. --json
+prints the instances as Curator's JSON, in a list.
 
 With --watch (and NAME), print the instances again, after a timestamp line,
-whenever one registers, unregisters or changes, until interrupted.`,
+whenever one registers, unregisters or changes, until interrupted.
+
+With --pick N (and NAME), show what a service provider (zkrecipes' Provider,
+Curator's ServiceProvider) would pick: after the instances, a line saying
+which are usable (enabled) and which are not and why, then N picks made with
+--strategy, one per line: id and address:port. round-robin takes the usable
+instances in turn (by id), random (the default, as Curator's) at random,
+sticky keeps the first, picked at random, while it is usable. With --json,
+print one object: the strategy, the usable ids and the picked ids. With no
+usable instance, zkr exits with status 1.`,
 		Example: `  zkr services /services
-  zkr services /services api --watch`,
+  zkr services /services api --watch
+  zkr services /services api --pick 4 --strategy round-robin`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case len(args) == 0:
 				return usagef("missing BASE")
 			case len(args) > 2:
 				return usagef("expected BASE [NAME], got %q", args)
-			case watch && len(args) == 1:
+			case f.watch && len(args) == 1:
 				return usagef("--watch needs NAME")
+			case f.pick < 0:
+				return usagef("--pick %d: must not be negative", f.pick)
+			case f.pick > 0 && len(args) == 1:
+				return usagef("--pick needs NAME")
+			case f.pick > 0 && f.watch:
+				return usagef("--pick and --watch exclude each other")
+			case cmd.Flags().Changed("strategy") && f.pick == 0:
+				return usagef("--strategy needs --pick")
+			}
+			if _, err := strategy(f.strategy); err != nil {
+				return err
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.session(cmd, nil, func(ctx context.Context, s *zkrecipes.Session) error {
-				return a.services(ctx, s, args, watch, asJSON)
+				if f.pick > 0 {
+					return a.pick(ctx, s, args[0], args[1], f)
+				}
+				return a.services(ctx, s, args, f.watch, f.asJSON)
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&watch, "watch", false, "print the instances again at every change, until interrupted")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: the names, or a list of instances (one list per line with --watch)")
+	fl := cmd.Flags()
+	fl.BoolVar(&f.watch, "watch", false, "print the instances again at every change, until interrupted")
+	fl.BoolVar(&f.asJSON, "json", false, "print JSON: the names, or a list of instances (one list per line with --watch), or the picks")
+	fl.IntVar(&f.pick, "pick", 0, "show N picks of a service provider among the instances of NAME")
+	fl.StringVar(&f.strategy, "strategy", "random", "the provider's strategy for --pick: round-robin, random or sticky")
 	return cmd
+}
+
+// strategy returns the provider strategy called name.
+func strategy(name string) (zkrecipes.Strategy, error) {
+	switch name {
+	case "round-robin":
+		return zkrecipes.RoundRobin(), nil
+	case "random":
+		return zkrecipes.Random(), nil
+	case "sticky":
+		return zkrecipes.Sticky(zkrecipes.Random()), nil
+	}
+	return nil, usagef("--strategy %q: want round-robin, random or sticky", name)
+}
+
+// showInstances prints insts one a line, as zkr services lists them.
+func (a *app) showInstances(insts []zkrecipes.ServiceInstance) {
+	for _, in := range insts {
+		state := "enabled"
+		if in.Disabled {
+			state = "disabled"
+		}
+		fmt.Fprintf(a.stdout, "%s\t%s\t%s\t%s\n", in.ID, endpoint(in), in.Payload, state)
+	}
+}
+
+// endpoint is the address and ports of in, for listing.
+func endpoint(in zkrecipes.ServiceInstance) string {
+	w := in.Address
+	if in.Port != 0 {
+		w += ":" + strconv.Itoa(in.Port)
+	}
+	if in.SSLPort != 0 {
+		w += " ssl:" + strconv.Itoa(in.SSLPort)
+	}
+	return w
+}
+
+// pick shows what a Provider of name in base, with f's strategy, picks f.pick
+// times, and why.
+func (a *app) pick(ctx context.Context, s *zkrecipes.Session, base, name string, f servicesFlags) error {
+	st, err := strategy(f.strategy)
+	if err != nil {
+		return err
+	}
+	p, err := zkrecipes.NewDiscovery(s, base).Provider(ctx, name, zkrecipes.WithStrategy(st))
+	if err != nil {
+		return recipeError("instances of "+name, err)
+	}
+	defer p.Close()
+	all, usable := p.Cache().Instances(), p.Instances()
+	var ids, not []string
+	for _, in := range usable {
+		ids = append(ids, in.ID)
+	}
+	for _, in := range all {
+		if !slices.Contains(ids, in.ID) {
+			why := "down"
+			if in.Disabled {
+				why = "disabled"
+			}
+			not = append(not, in.ID+" "+why)
+		}
+	}
+	var picks []zkrecipes.ServiceInstance
+	if len(usable) > 0 {
+		for range f.pick {
+			in, err := p.Instance()
+			if err != nil {
+				return recipeError("picking an instance of "+name, err)
+			}
+			picks = append(picks, in)
+		}
+	}
+	if f.asJSON {
+		out := struct {
+			Strategy string   `json:"strategy"`
+			Usable   []string `json:"usable"`
+			Picks    []string `json:"picks"`
+		}{f.strategy, append([]string{}, ids...), []string{}}
+		for _, in := range picks {
+			out.Picks = append(out.Picks, in.ID)
+		}
+		b, _ := json.Marshal(out) // strings: cannot fail
+		fmt.Fprintf(a.stdout, "%s\n", b)
+	} else {
+		a.showInstances(all)
+		why := ""
+		if len(not) > 0 {
+			why = "; not usable: " + strings.Join(not, ", ")
+		}
+		fmt.Fprintf(a.stdout, "%s picks among %d usable of %d instances%s\n", f.strategy, len(usable), len(all), why)
+		for _, in := range picks {
+			fmt.Fprintf(a.stdout, "%s\t%s\n", in.ID, endpoint(in))
+		}
+	}
+	if len(usable) == 0 {
+		_, err := p.Instance()
+		return recipeError("picking an instance of "+name, err)
+	}
+	return nil
 }
 
 // services prints the services under args[0], or the instances of
@@ -247,16 +389,7 @@ func (a *app) services(ctx context.Context, s *zkrecipes.Session, args []string,
 		case watch:
 			fmt.Fprintf(a.stdout, "%s %d instances\n", time.Now().Format(time.RFC3339), len(insts))
 		}
-		for _, in := range insts {
-			where := in.Address
-			if in.Port != 0 {
-				where += ":" + strconv.Itoa(in.Port)
-			}
-			if in.SSLPort != 0 {
-				where += " ssl:" + strconv.Itoa(in.SSLPort)
-			}
-			fmt.Fprintf(a.stdout, "%s\t%s\t%s\n", in.ID, where, in.Payload)
-		}
+		a.showInstances(insts)
 	}
 	// One read first, to report a bad path or an unreadable service.
 	insts, err := d.Instances(ctx, name)

@@ -19,7 +19,7 @@ func TestRegisterAndServices(t *testing.T) {
 	b := start(t, nil, "register", base, "api", "--id", "b", "--address", "h", "--port", "81", "--payload", "plain text")
 	watch := start(t, nil, "services", base, "api", "--watch")
 
-	both := "a\t" + host + ":8080\t{\"zone\":\"z1\"}\nb\th:81\t\"plain text\"\n"
+	both := "a\t" + host + ":8080\t{\"zone\":\"z1\"}\tenabled\nb\th:81\t\"plain text\"\tenabled\n"
 	eventually(t, 10*time.Second, "services does not list a and b", func() bool {
 		return zkr(t, "services", base, "api").stdout == both
 	})
@@ -55,7 +55,7 @@ func TestRegisterAndServices(t *testing.T) {
 	if code := b.wait(10 * time.Second); code != 0 {
 		t.Errorf("register without a command exited %d on SIGTERM; stderr:\n%s", code, b.stderr.String())
 	}
-	only := "a\t" + host + ":8080\t{\"zone\":\"z1\"}\n"
+	only := "a\t" + host + ":8080\t{\"zone\":\"z1\"}\tenabled\n"
 	eventually(t, 10*time.Second, "b is still registered", func() bool {
 		return zkr(t, "services", base, "api").stdout == only
 	})
@@ -73,5 +73,72 @@ func TestRegisterAndServices(t *testing.T) {
 	}
 	if kids := children(t, conn, base+"/api"); len(kids) != 0 {
 		t.Errorf("instances left after both exited: %v", kids)
+	}
+}
+
+// TestServicesPick registers three instances of a service, one disabled,
+// and asks zkr services --pick what a Provider picks with each strategy:
+// never the disabled one, which the listing marks and the picks explain.
+func TestServicesPick(t *testing.T) {
+	servers(t)
+	base := testPath(t, "services")
+	var procs []*proc
+	for _, args := range [][]string{{"--id", "a", "--port", "1"}, {"--id", "b", "--port", "2", "--disabled"}, {"--id", "c", "--port", "3"}} {
+		procs = append(procs, start(t, nil, append([]string{"register", base, "api", "--address", "h"}, args...)...))
+	}
+	list := "a\th:1\t\tenabled\nb\th:2\t\tdisabled\nc\th:3\t\tenabled\n"
+	eventually(t, 10*time.Second, "services does not list a, b and c", func() bool {
+		return zkr(t, "services", base, "api").stdout == list
+	})
+
+	r := zkr(t, "services", base, "api", "--pick", "4", "--strategy", "round-robin")
+	want := list + "round-robin picks among 2 usable of 3 instances; not usable: b disabled\na\th:1\nc\th:3\na\th:1\nc\th:3\n"
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("--pick 4 --strategy round-robin: exit %d, stdout\n%s\nwant\n%s\nstderr %q", r.code, r.stdout, want, r.stderr)
+	}
+	for _, st := range []string{"random", "sticky"} {
+		r := zkr(t, "services", base, "api", "--pick", "6", "--strategy", st, "--json")
+		var out struct {
+			Strategy string
+			Usable   []string
+			Picks    []string
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 {
+			t.Fatalf("--strategy %s --json: exit %d, %q (%v); stderr %q", st, r.code, r.stdout, err, r.stderr)
+		}
+		if out.Strategy != st || strings.Join(out.Usable, ",") != "a,c" || len(out.Picks) != 6 {
+			t.Errorf("--strategy %s --json: %+v", st, out)
+		}
+		for _, id := range out.Picks {
+			if id != "a" && id != "c" || st == "sticky" && id != out.Picks[0] {
+				t.Errorf("--strategy %s picked %v", st, out.Picks)
+				break
+			}
+		}
+	}
+
+	// With only the disabled instance left, nothing can be picked.
+	for _, p := range []*proc{procs[0], procs[2]} {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		if code := p.wait(10 * time.Second); code != 0 {
+			t.Errorf("register exited %d on SIGTERM", code)
+		}
+	}
+	r = zkr(t, "services", base, "api", "--pick", "1")
+	if r.code != exitFailure || !strings.Contains(r.stdout, "random picks among 0 usable of 1 instances; not usable: b disabled") ||
+		!strings.Contains(r.stderr, "no usable service instance") {
+		t.Errorf("--pick with only a disabled instance: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	oneLineError(t, r)
+	for _, bad := range [][]string{
+		{"services", base, "--pick", "1"},
+		{"services", base, "api", "--strategy", "random"},
+		{"services", base, "api", "--pick", "1", "--strategy", "first"},
+		{"services", base, "api", "--pick", "-1"},
+		{"services", base, "api", "--pick", "1", "--watch"},
+	} {
+		if r := zkr(t, bad...); r.code != exitUsage {
+			t.Errorf("zkr %q: exit %d, want %d; stderr %q", bad, r.code, exitUsage, r.stderr)
+		}
 	}
 }
