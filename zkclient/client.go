@@ -43,6 +43,7 @@ type Client struct {
 	timeout time.Duration // negotiated
 	server  string        // address of the current (or last) connection
 	next    int           // index in servers of the next to try
+	move    *movePlan     // set by SetServers when the client must move, until it connects
 	cn      *conn         // the live connection, or nil
 	up      chan struct{} // closed while a connection is live; replaced when it drops
 	auths   []authInfo
@@ -57,6 +58,7 @@ type Client struct {
 
 	done    chan struct{} // closed when the session is over
 	stopped chan struct{} // closed when the client's goroutines have ended
+	bg      sync.WaitGroup // helpers beside run (WithFollowConfig); Close waits for them
 }
 
 // StateEvent is one change of a Client's state.
@@ -134,6 +136,10 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 	}
 	if o := c.cfg.obs; o != nil && o.Opened != nil {
 		o.Opened(c)
+	}
+	if c.cfg.follow {
+		c.bg.Add(1)
+		go c.follow()
 	}
 	return c, nil
 }
@@ -456,10 +462,12 @@ func (c *Client) reconnect() (*conn, error) {
 func (c *Client) dialRound(ctx context.Context, first bool) (*conn, error) {
 	var errs []error
 	for round := 0; ; round++ {
-		for range c.servers {
+		c.mu.Lock()
+		n := len(c.servers)
+		c.mu.Unlock()
+		for range n {
 			c.mu.Lock()
-			addr := c.servers[c.next%len(c.servers)]
-			c.next++
+			addr := c.nextServerLocked()
 			c.mu.Unlock()
 			started := time.Now()
 			cn, err := c.open(ctx, addr)
@@ -505,9 +513,9 @@ func (c *Client) connectTimeout() time.Duration {
 		return c.cfg.connectTimeout
 	}
 	c.mu.Lock()
-	t := c.timeout
+	t, n := c.timeout, len(c.servers)
 	c.mu.Unlock()
-	return max(t/time.Duration(len(c.servers)), 100*time.Millisecond)
+	return max(t/time.Duration(n), 100*time.Millisecond)
 }
 
 // Close ends the session: it asks the server to close it, which deletes
@@ -519,14 +527,10 @@ func (c *Client) connectTimeout() time.Duration {
 // returns. Calling Close again returns nil.
 func (c *Client) Close() error {
 	c.mu.Lock()
-	if c.err != nil {
+	if c.err != nil || c.closing {
 		c.mu.Unlock()
 		<-c.stopped
-		return nil
-	}
-	if c.closing {
-		c.mu.Unlock()
-		<-c.stopped
+		c.bg.Wait()
 		return nil
 	}
 	cn := c.cn
@@ -551,5 +555,6 @@ func (c *Client) Close() error {
 	}
 	c.finish(StateClosed, ErrClosed)
 	<-c.stopped
+	c.bg.Wait()
 	return err
 }

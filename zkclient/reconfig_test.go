@@ -1,0 +1,158 @@
+package zkclient_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// TestReconfig runs one 3-member ensemble with dynamic reconfiguration
+// through a membership change after another, with a client that follows
+// the ensemble and holds an ephemeral node (what a lock is) throughout:
+// Config reads the members and version; a client given only the first
+// member's address finds the others; a member is added (a watch on the
+// configuration fires, the follower's list grows); the member the client
+// is connected to is removed, and the session moves to a member of the new
+// configuration, with its id and its ephemeral node.
+func TestReconfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-member ensemble")
+	}
+	zktest.SkipOrFail(t, sharedErr)
+	checkLeaks(t)
+	cluster := zktest.StartT(t, zktest.Options{Servers: 3, Reconfig: true})
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(2*time.Minute))
+	defer cancel()
+
+	admin, err := zkclient.Connect(ctx, cluster.Addrs(), zkclient.WithDigestAuth(zktest.SuperUser, zktest.SuperPassword))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	cfg, err := admin.Config(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(slices.Values(cfg.Servers())); !slices.Equal(got, slices.Sorted(slices.Values(cluster.Addrs()))) {
+		t.Fatalf("config servers %v, cluster %v\n%s", got, cluster.Addrs(), cfg.Raw)
+	}
+	for _, m := range cfg.Members {
+		if m.Role != "participant" || m.Client != cluster.Addr(int(m.ID-1)) {
+			t.Fatalf("member %+v, want participant at %s", m, cluster.Addr(int(m.ID-1)))
+		}
+	}
+
+	// Given member 0 only, the client learns the others.
+	c, err := zkclient.Connect(ctx, []string{cluster.Addr(0)}, zkclient.WithFollowConfig(), zkclient.WithSessionTimeout(6*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	id := c.SessionID()
+	zktest.Eventually(t, 10*time.Second, "the client learns the members", func() error {
+		if s := c.Servers(); len(s) != 3 {
+			return fmt.Errorf("servers %v", s)
+		}
+		return nil
+	})
+	lock := "/reconfig-lock-" + time.Now().Format("150405.000000000")
+	if _, err := c.Create(ctx, lock, nil, zkclient.Ephemeral, all); err != nil {
+		t.Fatal(err)
+	}
+	held := func(what string) {
+		t.Helper()
+		if err := c.WaitConnected(ctx); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		st, ok, err := c.Exists(ctx, lock)
+		if err != nil || !ok || st.EphemeralOwner != id || c.SessionID() != id {
+			t.Fatalf("%s: the ephemeral node is not held by session 0x%x: %v %v %+v", what, id, ok, err, st)
+		}
+	}
+
+	t.Run("refused", func(t *testing.T) {
+		// Without the super user, and from a stale version.
+		_, err := c.Reconfig(ctx, nil, []int64{3}, -1)
+		if !errors.Is(err, zkclient.ErrNoAuth) {
+			t.Fatalf("reconfig without rights: %v, want ErrNoAuth", err)
+		}
+		_, err = admin.Reconfig(ctx, nil, []int64{3}, cfg.Version+1)
+		if !errors.Is(err, zkclient.ErrBadVersion) {
+			t.Fatalf("reconfig from a wrong version: %v, want ErrBadVersion", err)
+		}
+		_, err = admin.Reconfig(ctx, []string{"server.9=127.0.0.1:1:2"}, nil, -1)
+		if !errors.Is(err, zkclient.ErrBadArguments) {
+			t.Fatalf("reconfig with a bad server line: %v, want ErrBadArguments", err)
+		}
+	})
+
+	t.Run("add", func(t *testing.T) {
+		_, w, err := admin.ConfigW(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i, err := cluster.AddMember(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, err := admin.Reconfig(ctx, []string{cluster.ServerSpec(i)}, nil, cfg.Version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(next.Members) != 4 || next.Version <= cfg.Version || !slices.Contains(next.Servers(), cluster.Addr(i)) {
+			t.Fatalf("after adding member %d: version %x -> %x\n%s", i, cfg.Version, next.Version, next.Raw)
+		}
+		select {
+		case ev := <-w.Event():
+			if ev.Type != zkclient.EventNodeDataChanged || ev.Path != zkclient.ConfigPath {
+				t.Fatalf("config watch: %+v", ev)
+			}
+		case <-time.After(zktest.Bound(10 * time.Second)):
+			t.Fatal("the config watch did not fire")
+		}
+		zktest.Eventually(t, 10*time.Second, "the follower learns the new member", func() error {
+			if s := c.Servers(); !slices.Contains(s, cluster.Addr(i)) {
+				return errors.New("the follower has not learnt the new member")
+			}
+			return nil
+		})
+		cfg = next
+		held("after adding a member")
+	})
+
+	t.Run("remove connected", func(t *testing.T) {
+		from := c.Server()
+		var victim int64 = -1
+		for _, m := range cfg.Members {
+			if m.Client == from {
+				victim = m.ID
+			}
+		}
+		if victim < 0 {
+			t.Fatalf("connected to %s, not a member of\n%s", from, cfg.Raw)
+		}
+		next, err := admin.Reconfig(ctx, nil, []int64{victim}, cfg.Version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(next.Servers(), from) || len(next.Members) != 3 {
+			t.Fatalf("after removing %d:\n%s", victim, next.Raw)
+		}
+		zktest.Eventually(t, 20*time.Second, "the session moves to a member of the new config", func() error {
+			if s := c.Server(); s == from || !slices.Contains(next.Servers(), s) || c.State() == zkclient.StateSuspended {
+				return errors.New("still on " + s)
+			}
+			return nil
+		})
+		held("after removing the connected member")
+		if slices.Contains(c.Servers(), from) {
+			t.Fatalf("the removed member is still in the list %v", c.Servers())
+		}
+	})
+}
