@@ -56,8 +56,8 @@ type Client struct {
 
 	watches watchTable
 
-	done    chan struct{} // closed when the session is over
-	stopped chan struct{} // closed when the client's goroutines have ended
+	done    chan struct{}  // closed when the session is over
+	stopped chan struct{}  // closed when the client's goroutines have ended
 	bg      sync.WaitGroup // helpers beside run (WithFollowConfig); Close waits for them
 }
 

@@ -26,7 +26,7 @@ type Cluster struct {
 	emb     *zkserver.Server // the server when ZKTEST_SERVER=zkserver, else nil
 	tls     *tlsMaterial     // the certificates when Options.TLS, else nil
 
-	log     *sharedWriter // the members' shared Options.Log, or nil
+	log *sharedWriter // the members' shared Options.Log, or nil
 
 	mu     sync.Mutex // guards closed against starting processes, and members (AddMember)
 	closed bool
