@@ -184,8 +184,8 @@ func (c *Client) ConfigW(ctx context.Context) (EnsembleConfig, *Watch, error) {
 // returns the new configuration once committed.
 //
 // The server must allow reconfiguration (reconfigEnabled=true, else
-// ErrReconfigDisabled; a standalone server answers ErrUnimplemented, as
-// does the embedded zkserver) and the session must be allowed to write
+// ErrReconfigDisabled, which the embedded zkserver always answers; a
+// standalone server with it answers ErrUnimplemented) and the session must be allowed to write
 // ConfigPath (the super user, or an ACL granting it; else ErrNoAuth). A
 // new server must be running and synced with the leader first (else
 // ErrNewConfigNoQuorum); one reconfig at a time (ErrReconfigInProgress).

@@ -62,9 +62,19 @@ func TestReconfig(t *testing.T) {
 		return nil
 	})
 	lock := "/reconfig-lock-" + time.Now().Format("150405.000000000")
-	if _, err := c.Create(ctx, lock, nil, zkclient.Ephemeral, all); err != nil {
-		t.Fatal(err)
-	}
+	// The client may be moving (learning the members moves it with
+	// probability 2/3): a create in flight then fails with a connection
+	// loss, and is tried again.
+	zktest.Eventually(t, 10*time.Second, "the lock node is created", func() error {
+		if err := c.WaitConnected(ctx); err != nil {
+			return err
+		}
+		_, err := c.Create(ctx, lock, nil, zkclient.Ephemeral, all)
+		if errors.Is(err, zkclient.ErrNodeExists) {
+			return nil
+		}
+		return err
+	})
 	held := func(what string) {
 		t.Helper()
 		if err := c.WaitConnected(ctx); err != nil {
@@ -75,6 +85,41 @@ func TestReconfig(t *testing.T) {
 			t.Fatalf("%s: the ephemeral node is not held by session 0x%x: %v %v %+v", what, id, ok, err, st)
 		}
 	}
+
+	t.Run("set servers", func(t *testing.T) {
+		c2, err := zkclient.Connect(ctx, cluster.Addrs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c2.Close()
+		id2, cur := c2.SessionID(), c2.Server()
+		// The same servers in another order: the client stays.
+		rev := cluster.Addrs()
+		slices.Reverse(rev)
+		if err := c2.SetServers(rev); err != nil {
+			t.Fatal(err)
+		}
+		if err := c2.Sync(ctx, "/"); err != nil || c2.Server() != cur {
+			t.Fatalf("moved from %s to %s on the same list (%v)", cur, c2.Server(), err)
+		}
+		// A list without its server: the client moves, with its session.
+		others := slices.DeleteFunc(cluster.Addrs(), func(a string) bool { return a == cur })
+		if err := c2.SetServers(others); err != nil {
+			t.Fatal(err)
+		}
+		zktest.Eventually(t, 10*time.Second, "the session moves off the dropped server", func() error {
+			if s := c2.Server(); !slices.Contains(others, s) || c2.State() == zkclient.StateSuspended {
+				return fmt.Errorf("on %s (%v)", s, c2.State())
+			}
+			return nil
+		})
+		if c2.SessionID() != id2 {
+			t.Fatalf("session 0x%x became 0x%x", id2, c2.SessionID())
+		}
+		if err := c2.SetServers([]string{"a:1/other"}); err == nil {
+			t.Fatal("SetServers accepted a new chroot")
+		}
+	})
 
 	t.Run("refused", func(t *testing.T) {
 		// Without the super user, and from a stale version.
