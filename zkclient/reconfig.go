@@ -189,6 +189,12 @@ func (c *Client) ConfigW(ctx context.Context) (EnsembleConfig, *Watch, error) {
 // ConfigPath (the super user, or an ACL granting it; else ErrNoAuth). A
 // new server must be running and synced with the leader first (else
 // ErrNewConfigNoQuorum); one reconfig at a time (ErrReconfigInProgress).
+//
+// Removing the leader, or the server the client is connected to, may end
+// the connection before the answer comes: ErrConnectionLoss then leaves
+// unknown whether the change applied. Once reconnected, Sync and Config
+// tell: a version other than fromVersion means it did (which is why a
+// reconfig should name the version it changes).
 func (c *Client) Reconfig(ctx context.Context, add []string, remove []int64, fromVersion int64) (EnsembleConfig, error) {
 	if err := ctx.Err(); err != nil {
 		return EnsembleConfig{}, err
