@@ -74,7 +74,9 @@ type StateEvent struct {
 // servers is "host:port" or a comma-separated list of them; the last may
 // end with a chroot ("h1:2181,h2:2181/app"). The servers are tried in a
 // random order, each for the connect timeout, round after round, until ctx
-// ends.
+// ends. Host names are resolved at each connection attempt, so a server
+// whose name moves to a new address is found there on the next
+// reconnection; SetServers and WithFollowConfig change the list itself.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
