@@ -43,6 +43,7 @@ type Client struct {
 	timeout time.Duration // negotiated
 	server  string        // address of the current (or last) connection
 	next    int           // index in servers of the next to try
+	move    *movePlan     // set by SetServers when the client must move, until it connects
 	cn      *conn         // the live connection, or nil
 	up      chan struct{} // closed while a connection is live; replaced when it drops
 	auths   []authInfo
@@ -55,8 +56,9 @@ type Client struct {
 
 	watches watchTable
 
-	done    chan struct{} // closed when the session is over
-	stopped chan struct{} // closed when the client's goroutines have ended
+	done    chan struct{}  // closed when the session is over
+	stopped chan struct{}  // closed when the client's goroutines have ended
+	bg      sync.WaitGroup // helpers beside run (WithFollowConfig); Close waits for them
 }
 
 // StateEvent is one change of a Client's state.
@@ -72,7 +74,9 @@ type StateEvent struct {
 // servers is "host:port" or a comma-separated list of them; the last may
 // end with a chroot ("h1:2181,h2:2181/app"). The servers are tried in a
 // random order, each for the connect timeout, round after round, until ctx
-// ends.
+// ends. Host names are resolved at each connection attempt, so a server
+// whose name moves to a new address is found there on the next
+// reconnection; SetServers and WithFollowConfig change the list itself.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -134,6 +138,10 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 	}
 	if o := c.cfg.obs; o != nil && o.Opened != nil {
 		o.Opened(c)
+	}
+	if c.cfg.follow {
+		c.bg.Add(1)
+		go c.follow()
 	}
 	return c, nil
 }
@@ -456,10 +464,12 @@ func (c *Client) reconnect() (*conn, error) {
 func (c *Client) dialRound(ctx context.Context, first bool) (*conn, error) {
 	var errs []error
 	for round := 0; ; round++ {
-		for range c.servers {
+		c.mu.Lock()
+		n := len(c.servers)
+		c.mu.Unlock()
+		for range n {
 			c.mu.Lock()
-			addr := c.servers[c.next%len(c.servers)]
-			c.next++
+			addr := c.nextServerLocked()
 			c.mu.Unlock()
 			started := time.Now()
 			cn, err := c.open(ctx, addr)
@@ -505,9 +515,9 @@ func (c *Client) connectTimeout() time.Duration {
 		return c.cfg.connectTimeout
 	}
 	c.mu.Lock()
-	t := c.timeout
+	t, n := c.timeout, len(c.servers)
 	c.mu.Unlock()
-	return max(t/time.Duration(len(c.servers)), 100*time.Millisecond)
+	return max(t/time.Duration(n), 100*time.Millisecond)
 }
 
 // Close ends the session: it asks the server to close it, which deletes
@@ -519,14 +529,10 @@ func (c *Client) connectTimeout() time.Duration {
 // returns. Calling Close again returns nil.
 func (c *Client) Close() error {
 	c.mu.Lock()
-	if c.err != nil {
+	if c.err != nil || c.closing {
 		c.mu.Unlock()
 		<-c.stopped
-		return nil
-	}
-	if c.closing {
-		c.mu.Unlock()
-		<-c.stopped
+		c.bg.Wait()
 		return nil
 	}
 	cn := c.cn
@@ -551,5 +557,6 @@ func (c *Client) Close() error {
 	}
 	c.finish(StateClosed, ErrClosed)
 	<-c.stopped
+	c.bg.Wait()
 	return err
 }

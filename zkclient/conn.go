@@ -135,6 +135,7 @@ func (c *Client) open(ctx context.Context, addr string) (*conn, error) {
 		return nil, c.err
 	}
 	c.id, c.passwd, c.timeout, c.server = resp.SessionID, resp.Passwd, timeout, addr
+	c.move = nil // a move SetServers asked for is done
 	auths := append([]authInfo(nil), c.auths...)
 	c.mu.Unlock()
 

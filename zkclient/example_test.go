@@ -178,3 +178,29 @@ func ExampleWithSASL() {
 	// [{sasl bob} {ip 127.0.0.1}]
 	// true
 }
+
+// Read the ensemble's membership and change it. The embedded server has
+// no dynamic reconfiguration: its configuration is empty and it refuses
+// reconfig. Against a ZooKeeper 3.5+ ensemble with reconfigEnabled=true,
+// authenticated as a user who may write /zookeeper/config, Reconfig adds
+// and removes members; WithFollowConfig keeps a client's server list the
+// ensemble's.
+func ExampleClient_Reconfig() {
+	c, done := exampleClient()
+	defer done()
+	ctx := context.Background()
+
+	cfg, err := c.Config(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("members:", len(cfg.Members), "version:", cfg.Version)
+
+	// Add server 4 and remove server 2, only if no one changed the
+	// configuration since it was read.
+	_, err = c.Reconfig(ctx, []string{"server.4=10.0.0.4:2888:3888:participant;10.0.0.4:2181"}, []int64{2}, cfg.Version)
+	fmt.Println(errors.Is(err, zkclient.ErrReconfigDisabled))
+	// Output:
+	// members: 0 version: 0
+	// true
+}

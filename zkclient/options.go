@@ -35,6 +35,7 @@ type config struct {
 	onState        []func(StateEvent)
 	pingFraction   float64
 	obs            *Observer
+	follow         bool
 }
 
 type authInfo struct {
@@ -138,3 +139,15 @@ func WithStateCallback(f func(StateEvent)) Option {
 // timeout). It keeps Confirmed fresh for code that acts on its age, such
 // as strict loss detection, at the cost of one small packet per interval.
 func WithPingFraction(f float64) Option { return func(c *config) { c.pingFraction = f } }
+
+// WithFollowConfig makes the client follow the ensemble's membership
+// (ZooKeeper 3.5+ with dynamic reconfiguration): it reads ConfigPath
+// with a watch once connected, and again each time it changes, and gives
+// the members' client addresses to SetServers, which replaces the server
+// list and moves the session when balance asks for it. So a client
+// started with one member's address finds the others, and one whose
+// server leaves the ensemble moves to a member that stays. A
+// configuration with no client addresses (a server without dynamic
+// reconfiguration) leaves the list alone. It costs one watch and a
+// goroutine, which Close waits for.
+func WithFollowConfig() Option { return func(c *config) { c.follow = true } }

@@ -26,7 +26,9 @@ type Cluster struct {
 	emb     *zkserver.Server // the server when ZKTEST_SERVER=zkserver, else nil
 	tls     *tlsMaterial     // the certificates when Options.TLS, else nil
 
-	mu     sync.Mutex // guards closed against starting processes
+	log *sharedWriter // the members' shared Options.Log, or nil
+
+	mu     sync.Mutex // guards closed against starting processes, and members (AddMember)
 	closed bool
 
 	closeOnce sync.Once
@@ -54,6 +56,9 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	if opts.RequireSASL && len(opts.SASLUsers) == 0 && opts.Kerberos == nil {
 		return nil, fmt.Errorf("zktest: Options.RequireSASL needs SASLUsers or Kerberos")
+	}
+	if opts.Reconfig && opts.Servers < 2 {
+		return nil, fmt.Errorf("zktest: Options.Reconfig needs an ensemble (Servers >= 2), not %d member", opts.Servers)
 	}
 	if opts.Kerberos != nil && len(opts.SASLUsers) > 0 {
 		return nil, fmt.Errorf("zktest: Options.Kerberos and SASLUsers together: a ZooKeeper server offers one SASL mechanism")
@@ -131,6 +136,27 @@ func start(ctx context.Context, opts Options, j jvm) (c *Cluster, err error) {
 // layout creates the members' directories and configuration files.
 func (c *Cluster) layout() error {
 	n := c.opts.Servers
+	per := c.portsPerMember()
+	ports, err := freePorts(per * n)
+	if err != nil {
+		return err
+	}
+	if c.opts.Log != nil {
+		c.log = &sharedWriter{w: c.opts.Log}
+	}
+	for i := range n {
+		c.members = append(c.members, c.newMember(i+1, ports[per*i:per*(i+1)]))
+	}
+	for _, m := range c.members {
+		if err := c.writeFiles(m, c.members); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// portsPerMember is how many ports each member listens on.
+func (c *Cluster) portsPerMember() int {
 	per := 3 // client, peer and election ports
 	if c.tls != nil {
 		per++ // and the secure client port
@@ -138,60 +164,114 @@ func (c *Cluster) layout() error {
 	if c.opts.AdminServer {
 		per++ // and the AdminServer's
 	}
-	ports, err := freePorts(per * n)
-	if err != nil {
-		return err
+	return per
+}
+
+// newMember describes member id, on ports (portsPerMember of them).
+func (c *Cluster) newMember(id int, ports []int) *member {
+	dir := filepath.Join(c.dir, "zk"+strconv.Itoa(id))
+	m := &member{
+		id:           id,
+		dir:          dir,
+		dataDir:      filepath.Join(dir, "data"),
+		cfgPath:      filepath.Join(dir, "zoo.cfg"),
+		logPath:      filepath.Join(dir, "zookeeper.log"),
+		clientPort:   ports[0],
+		peerPort:     ports[1],
+		electionPort: ports[2],
 	}
-	var log *sharedWriter
-	if c.opts.Log != nil {
-		log = &sharedWriter{w: c.opts.Log}
+	next := 3
+	if c.tls != nil {
+		m.securePort = ports[next]
+		next++
 	}
-	for i := range n {
-		dir := filepath.Join(c.dir, "zk"+strconv.Itoa(i+1))
-		m := &member{
-			id:           i + 1,
-			dir:          dir,
-			dataDir:      filepath.Join(dir, "data"),
-			cfgPath:      filepath.Join(dir, "zoo.cfg"),
-			logPath:      filepath.Join(dir, "zookeeper.log"),
-			clientPort:   ports[per*i],
-			peerPort:     ports[per*i+1],
-			electionPort: ports[per*i+2],
-		}
-		next := per*i + 3
-		if c.tls != nil {
-			m.securePort = ports[next]
-			next++
-		}
-		if c.opts.AdminServer {
-			m.adminPort = ports[next]
-		}
-		if len(c.opts.SASLUsers) > 0 || c.opts.Kerberos != nil {
-			m.jaasPath = filepath.Join(c.dir, "jaas.conf") // shared by the members
-		}
-		if c.opts.Kerberos != nil {
-			m.krb5Conf = c.opts.Kerberos.Config()
-		}
-		if log != nil {
-			m.log, m.tail = log, new(tailBuffer)
-		}
-		c.members = append(c.members, m)
+	if c.opts.AdminServer {
+		m.adminPort = ports[next]
 	}
-	for _, m := range c.members {
-		if err := os.MkdirAll(m.dataDir, 0o755); err != nil {
+	if len(c.opts.SASLUsers) > 0 || c.opts.Kerberos != nil {
+		m.jaasPath = filepath.Join(c.dir, "jaas.conf") // shared by the members
+	}
+	if c.opts.Kerberos != nil {
+		m.krb5Conf = c.opts.Kerberos.Config()
+	}
+	if c.log != nil {
+		m.log, m.tail = c.log, new(tailBuffer)
+	}
+	return m
+}
+
+// writeFiles creates m's data directory, myid and zoo.cfg listing peers.
+func (c *Cluster) writeFiles(m *member, peers []*member) error {
+	if err := os.MkdirAll(m.dataDir, 0o755); err != nil {
+		return fmt.Errorf("zktest: %w", err)
+	}
+	if len(peers) > 1 {
+		myid := []byte(strconv.Itoa(m.id) + "\n")
+		if err := os.WriteFile(filepath.Join(m.dataDir, "myid"), myid, 0o644); err != nil {
 			return fmt.Errorf("zktest: %w", err)
 		}
-		if n > 1 {
-			myid := []byte(strconv.Itoa(m.id) + "\n")
-			if err := os.WriteFile(filepath.Join(m.dataDir, "myid"), myid, 0o644); err != nil {
-				return fmt.Errorf("zktest: %w", err)
-			}
-		}
-		if err := os.WriteFile(m.cfgPath, []byte(config(c.opts, m, c.members, c.tls)), 0o644); err != nil {
-			return fmt.Errorf("zktest: %w", err)
-		}
+	}
+	if err := os.WriteFile(m.cfgPath, []byte(config(c.opts, m, peers, c.tls)), 0o644); err != nil {
+		return fmt.Errorf("zktest: %w", err)
 	}
 	return nil
+}
+
+// AddMember starts a new member of an ensemble started with
+// Options.Reconfig and returns its index (its myid is index+1) once it
+// serves clients. It joins as ZooKeeper's guide to dynamic
+// reconfiguration says: its first configuration lists every member
+// started so far and itself as an observer, so it finds the leader,
+// adopts the committed configuration and follows without a vote. It is
+// not a member of the ensemble's configuration until a client adds it
+// with reconfig (zkclient's Reconfig with ServerSpec(i)). If ctx has no
+// deadline, AddMember gives up after Bound(90s); on failure the new
+// member is killed and the error quotes the end of its log.
+func (c *Cluster) AddMember(ctx context.Context) (int, error) {
+	if c.emb != nil || !c.opts.Reconfig {
+		return 0, errors.New("zktest: AddMember needs an ensemble started with Options.Reconfig")
+	}
+	ports, err := freePorts(c.portsPerMember())
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return 0, errors.New("zktest: add a member: cluster is closed")
+	}
+	m := c.newMember(len(c.members)+1, ports)
+	m.joiner = true
+	peers := append(append([]*member(nil), c.members...), m)
+	err = c.writeFiles(m, peers)
+	if err == nil {
+		err = m.start(c.jvm, c.opts)
+	}
+	if err == nil {
+		c.members = peers
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	if err := c.waitServing(ctx, m); err != nil {
+		m.stop(syscall.SIGKILL, 0)
+		return 0, err
+	}
+	return m.id - 1, nil
+}
+
+// ServerSpec returns member i's server line for a reconfig that adds it
+// as a participant of an ensemble started with Options.Reconfig:
+// "server.N=127.0.0.1:peer:election:participant;127.0.0.1:client".
+func (c *Cluster) ServerSpec(i int) string {
+	m := c.member(i)
+	if m == nil {
+		return ""
+	}
+	return m.spec("participant")
 }
 
 // waitServing polls m with srvr until it serves clients in the mode the
@@ -239,10 +319,10 @@ func (c *Cluster) waitServing(ctx context.Context, m *member) error {
 
 // serving reports whether a member in mode serves as the cluster expects.
 func (c *Cluster) serving(mode string) bool {
-	if len(c.members) == 1 {
+	if c.opts.Servers == 1 {
 		return mode == "standalone"
 	}
-	return mode == "leader" || mode == "follower"
+	return mode == "leader" || mode == "follower" || c.opts.Reconfig && mode == "observer"
 }
 
 func (c *Cluster) member(i int) *member {
@@ -250,6 +330,8 @@ func (c *Cluster) member(i int) *member {
 		c.embCheck(i)
 		return nil
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if i < 0 || i >= len(c.members) {
 		panic(fmt.Sprintf("zktest: member %d out of range [0, %d)", i, len(c.members)))
 	}
@@ -266,6 +348,8 @@ func (c *Cluster) Addrs() []string {
 	if c.emb != nil {
 		return []string{c.emb.Addr()}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	addrs := make([]string, len(c.members))
 	for i, m := range c.members {
 		addrs[i] = m.addr()
@@ -404,7 +488,10 @@ func (c *Cluster) Close() error {
 			return
 		}
 		var errs []error
-		for _, m := range c.members {
+		c.mu.Lock()
+		members := c.members
+		c.mu.Unlock()
+		for _, m := range members {
 			errs = append(errs, m.stop(syscall.SIGKILL, 0))
 		}
 		if err := os.RemoveAll(c.dir); err != nil {

@@ -1,6 +1,8 @@
 package zktest
 
 import (
+	"crypto/sha1"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"strings"
@@ -96,6 +98,18 @@ type Options struct {
 	// has no AdminServer: with it, AdminURL returns "".
 	AdminServer bool
 
+	// Reconfig enables ZooKeeper 3.5+'s dynamic reconfiguration
+	// (reconfigEnabled=true) on an ensemble: clients may read the
+	// membership from /zookeeper/config and change it with reconfig, and
+	// AddMember starts a new member for them to add. Each server line then
+	// carries the member's client address
+	// ("server.N=127.0.0.1:peer:election:participant;127.0.0.1:client"),
+	// as a configuration read by clients must. Changing the membership
+	// needs the super user: a session that authenticates with digest
+	// SuperUser:SuperPassword may write /zookeeper/config. It implies
+	// real ZooKeeper (the embedded server has no reconfiguration).
+	Reconfig bool
+
 	// RealZooKeeper makes Start run real ZooKeeper whatever ServerEnv
 	// says and whether or not it is installed: a test that compares
 	// zkserver with ZooKeeper, or tests ZooKeeper itself, sets it. Without
@@ -132,8 +146,11 @@ func config(opts Options, m *member, peers []*member, t *tlsMaterial) string {
 	}
 	line("tickTime=%d", tick)
 	line("dataDir=%s", m.dataDir)
-	line("clientPort=%d", m.clientPort)
-	line("clientPortAddress=127.0.0.1")
+	if !opts.Reconfig {
+		// With Reconfig the server lines carry the client address.
+		line("clientPort=%d", m.clientPort)
+		line("clientPortAddress=127.0.0.1")
+	}
 	line("minSessionTimeout=%d", 2*tick)
 	line("maxSessionTimeout=%d", max(60000, 2*tick))
 	line("maxClientCnxns=0")
@@ -168,11 +185,43 @@ func config(opts Options, m *member, peers []*member, t *tlsMaterial) string {
 		// share two busy cores). syncLimit does not: see SyncLimit.
 		line("initLimit=%d", max(int64(Bound(5*time.Second)/time.Millisecond)/tick, 2))
 		line("syncLimit=%d", max(SyncLimit.Milliseconds()/tick, 1))
+		if opts.Reconfig {
+			line("reconfigEnabled=true")
+		}
 		for _, p := range peers {
-			line("server.%d=127.0.0.1:%d:%d", p.id, p.peerPort, p.electionPort)
+			if opts.Reconfig {
+				// A joiner lists itself as an observer: it cannot form
+				// a quorum of its own, adopts the committed
+				// configuration from the leader and follows, without a
+				// vote, until a reconfig adds it (ZooKeeper's
+				// dynamic reconfiguration guide, "Adding servers").
+				role := "participant"
+				if p.joiner {
+					role = "observer"
+				}
+				line("%s", p.spec(role))
+			} else {
+				line("server.%d=127.0.0.1:%d:%d", p.id, p.peerPort, p.electionPort)
+			}
 		}
 	}
 	return b.String()
+}
+
+// SuperUser and SuperPassword are the digest credentials of the super
+// user of a cluster started with Options.Reconfig: a session that adds
+// them (zkclient.WithDigestAuth(SuperUser, SuperPassword)) passes every
+// ACL check, /zookeeper/config's included.
+const (
+	SuperUser     = "super"
+	SuperPassword = "zktest"
+)
+
+// superDigest is ZooKeeper's DigestAuthenticationProvider digest of
+// SuperUser:SuperPassword: user:base64(sha1(user:password)).
+func superDigest() string {
+	sum := sha1.Sum([]byte(SuperUser + ":" + SuperPassword))
+	return SuperUser + ":" + base64.StdEncoding.EncodeToString(sum[:])
 }
 
 // SyncLimit is an ensemble's syncLimit x tickTime: how long a follower may

@@ -73,6 +73,8 @@ func realOnly(opts Options) string {
 		return "Options.TLS"
 	case opts.Kerberos != nil:
 		return "Options.Kerberos"
+	case opts.Reconfig:
+		return "Options.Reconfig"
 	}
 	return ""
 }

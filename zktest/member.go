@@ -33,6 +33,7 @@ type member struct {
 	adminPort    int         // the AdminServer's port, 0 without Options.AdminServer
 	jaasPath     string      // the JAAS file, "" without Options.SASLUsers or Kerberos
 	krb5Conf     string      // the KDC's krb5.conf, "" without Options.Kerberos
+	joiner       bool        // started by AddMember: listed as an observer in its own first config
 	log          io.Writer   // shared Options.Log, or nil
 	tail         *tailBuffer // the end of what went to log
 
@@ -48,6 +49,12 @@ type member struct {
 
 func (m *member) addr() string {
 	return "127.0.0.1:" + strconv.Itoa(m.clientPort)
+}
+
+// spec is m's server line in a dynamic configuration, with role
+// ("participant" or "observer") and its client address.
+func (m *member) spec(role string) string {
+	return fmt.Sprintf("server.%d=127.0.0.1:%d:%d:%s;127.0.0.1:%d", m.id, m.peerPort, m.electionPort, role, m.clientPort)
 }
 
 // adminAddr is m's AdminServer address (Options.AdminServer).
@@ -78,6 +85,9 @@ func (m *member) javaArgs(j jvm, opts Options) []string {
 	}
 	if m.krb5Conf != "" {
 		args = append(args, "-Djava.security.krb5.conf="+m.krb5Conf)
+	}
+	if opts.Reconfig {
+		args = append(args, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+superDigest())
 	}
 	return append(args,
 		"-cp", j.classpath,

@@ -242,6 +242,8 @@ func (c *Cluster) mustTLS(method string) *tlsMaterial {
 // the cluster was started without Options.TLS.
 func (c *Cluster) SecureAddrs() []string {
 	c.mustTLS("SecureAddrs")
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	addrs := make([]string, len(c.members))
 	for i, m := range c.members {
 		addrs[i] = m.secureAddr()

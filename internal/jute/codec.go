@@ -61,6 +61,16 @@ func (e *Encoder) String(s string) {
 	e.b = append(e.b, s...)
 }
 
+// NullString appends s, or null (-1) when s is empty: for the fields
+// whose null ZooKeeper reads as "absent".
+func (e *Encoder) NullString(s string) {
+	if s == "" {
+		e.Int32(-1)
+		return
+	}
+	e.String(s)
+}
+
 // Strings appends a vector of strings; nil is written as null (-1).
 func (e *Encoder) Strings(v []string) {
 	if v == nil {
@@ -104,6 +114,10 @@ func (d *Decoder) Len() int { return len(d.b) }
 
 // Rest returns the bytes not read yet.
 func (d *Decoder) Rest() []byte { return d.b }
+
+// Fail records err as the decoder's error, unless it has one already: a
+// record reader that finds a value it cannot accept stops decoding so.
+func (d *Decoder) Fail(err error) { d.fail(err) }
 
 func (d *Decoder) fail(err error) {
 	if d.err == nil {

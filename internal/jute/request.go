@@ -203,9 +203,12 @@ func (r *Request) encodeBody(e *Encoder) {
 			e.Strings(orEmpty(r.RecursiveWatches))
 		}
 	case OpReconfig:
-		e.String(r.Joining)
-		e.String(r.Leaving)
-		e.String(r.Members)
+		// ZooKeeper tells the two kinds of reconfig apart by null: a
+		// non-null newMembers is a bulk change, even when empty. So an
+		// empty field goes as null.
+		e.NullString(r.Joining)
+		e.NullString(r.Leaving)
+		e.NullString(r.Members)
 		e.Int64(r.ConfigID)
 	case OpMulti, OpMultiRead:
 		for i := range r.Ops {
