@@ -22,6 +22,8 @@ ACL): world:anyone:r, digest:alice:HASH:cdrwa (HASH is
 base64(sha1("alice:password"))), ip:10.0.0.0/8:r, sasl:alice:cdrwa,
 x509:CN=client:r, and auth::cdrwa, which the server turns into every identity
 the session authenticated as (--auth, --sasl-user, a client certificate).`,
+		Example: `  zkr acl get /app/config
+  zkr --auth admin:secret acl set /app/config auth::cdrwa,world:anyone:r`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return usagef("missing subcommand: get or set") },
 	}

@@ -113,7 +113,6 @@ func TestExportImportDiff(t *testing.T) {
 	if !strings.Contains(string(b), `"data":null`) || !strings.Contains(string(b), `"data":""`) || !strings.Contains(string(b), `"data":"AP/+YmluYXJ5"`) {
 		t.Errorf("export should keep null, empty and binary data apart:\n%s", b)
 	}
-	t.Logf("export:\n%s", b)
 
 	// Import under dst: the same tree, exactly; alice's node needs her
 	// credentials to create its child.
@@ -241,14 +240,14 @@ func TestExportImportDiff(t *testing.T) {
 		if err := os.WriteFile(bad, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		r := zkr(t, "import", bad)
+		r := zkrLocal(t, "import", bad)
 		if r.code != exitUsage {
 			t.Errorf("import of %s: exit %d, want %d; %q", content, r.code, exitUsage, r.stderr)
 		}
 		oneLineError(t, r)
 	}
 	for _, args := range [][]string{{"diff", src}, {"diff"}, {"import"}, {"export"}, {"import", file, "--under", "rel"}} {
-		if r := zkr(t, args...); r.code != exitUsage {
+		if r := zkrLocal(t, args...); r.code != exitUsage {
 			t.Errorf("zkr %q: exit %d, want %d; %q", args, r.code, exitUsage, r.stderr)
 		}
 	}
@@ -293,7 +292,7 @@ func TestACLCommands(t *testing.T) {
 		{"acl", "get"},
 		{"acl"},
 	} {
-		r := zkr(t, args...)
+		r := zkrLocal(t, args...)
 		if r.code != exitUsage {
 			t.Errorf("zkr %q: exit %d, want %d; %q", args, r.code, exitUsage, r.stderr)
 		}
@@ -374,8 +373,23 @@ func TestOperatorQueries(t *testing.T) {
 		t.Errorf("ephemerals --session --json: %q (%v)", r.stdout, err)
 	}
 	for _, args := range [][]string{{"ephemerals", "--session", "zz"}, {"count"}, {"sync", "/a", "/b"}, {"whoami", "x"}} {
-		if r := zkr(t, args...); r.code != exitUsage {
+		if r := zkrLocal(t, args...); r.code != exitUsage {
 			t.Errorf("zkr %q: exit %d, want %d; %q", args, r.code, exitUsage, r.stderr)
 		}
 	}
+}
+
+// zkrLocal runs zkr in the test's process, on the shared server: for bad
+// input, which zkr refuses before connecting, without a process each.
+func zkrLocal(t *testing.T, args ...string) result {
+	t.Helper()
+	var out, errs strings.Builder
+	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errs, getenv: func(k string) string {
+		if k == "ZKR_SERVERS" {
+			return shared.Addr(0)
+		}
+		return ""
+	}}
+	code := a.run(t.Context(), args)
+	return result{code: code, stdout: out.String(), stderr: errs.String()}
 }
