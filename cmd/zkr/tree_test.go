@@ -177,6 +177,13 @@ func TestExportImportDiff(t *testing.T) {
 	if r := zkr(t, "diff", src, copyRoot); r.code != 0 || r.stdout != "" {
 		t.Errorf("diff after import --overwrite: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
+	// Empty data is not no data.
+	if _, err := c.Set(ctx, copyRoot+"/null", []byte{}, -1); err != nil {
+		t.Fatal(err)
+	}
+	if r := zkr(t, "diff", src, copyRoot); r.code != exitFailure || r.stdout != "changed\t/null\tdata\n" {
+		t.Errorf("diff of no data with empty data: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
 
 	// Another cluster, which allows TTL nodes: import at the same paths
 	// (from standard input), diff across clusters.
