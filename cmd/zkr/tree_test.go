@@ -177,12 +177,18 @@ func TestExportImportDiff(t *testing.T) {
 	if r := zkr(t, "diff", src, copyRoot); r.code != 0 || r.stdout != "" {
 		t.Errorf("diff after import --overwrite: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
-	// Empty data is not no data.
+	// Empty data is not no data; an ACL in another order is the same.
 	if _, err := c.Set(ctx, copyRoot+"/null", []byte{}, -1); err != nil {
 		t.Fatal(err)
 	}
-	if r := zkr(t, "diff", src, copyRoot); r.code != exitFailure || r.stdout != "changed\t/null\tdata\n" {
-		t.Errorf("diff of no data with empty data: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	if _, err := c.SetACL(ctx, copyRoot+"/bin", zkclient.WorldACL(zkclient.PermRead), -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetACL(ctx, copyRoot+"/secret", []zkclient.ACL{secretACL[1], secretACL[0]}, -1); err != nil {
+		t.Fatal(err)
+	}
+	if r := zkr(t, "diff", src, copyRoot); r.code != exitFailure || r.stdout != "changed\t/bin\tacl\nchanged\t/null\tdata\n" {
+		t.Errorf("diff of no data with empty data, of another ACL: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
 
 	// Another cluster, which allows TTL nodes: import at the same paths
