@@ -249,8 +249,10 @@ as with create -p (persistent, empty, open).
 A node that exists already with the same data, ACL and mode is left alone,
 so an import cut short can be run again. One that differs stops the import
 before anything is changed, unless --overwrite is given, which replaces its
-data and ACL; a node of another mode (a container where the file has a
-persistent node) cannot be changed in place: delete it first. Nodes that
+data and ACL; an ephemeral node where the file has another cannot be
+changed in place: delete it first. (ZooKeeper does not tell a client whether
+a node is a container or a TTL node: an existing node is taken to be of the
+file's mode.) Nodes that
 exist but are not in FILE are left alone. --dry-run prints what would be done
 and changes nothing.
 
@@ -327,7 +329,7 @@ func (a *app) newImportCmd() *cobra.Command {
 				if len(conflicts) > 0 {
 					hint := "--overwrite replaces their data and ACL"
 					if overwrite {
-						hint = "their mode differs: delete them first"
+						hint = "they are ephemeral: delete them first"
 					}
 					return codef(exitFailure, "%s: %d nodes exist and differ (%s): nothing was changed; %s", what, len(conflicts), listSome(conflicts), hint)
 				}
@@ -449,7 +451,9 @@ func applyStep(ctx context.Context, s *zkrecipes.Session, st importStep) error {
 }
 
 // nodeChanges lists what differs between two nodes: data (null and empty
-// differ), acl (in any order), mode (with the TTL).
+// differ), acl (in any order), mode. The mode compared is only whether a
+// node is ephemeral: a node read from a server reads as persistent when it
+// is a container or a TTL node too (see nodeMode).
 func nodeChanges(a, b *treeNode) []string {
 	var out []string
 	if !bytes.Equal(a.Data, b.Data) || (a.Data == nil) != (b.Data == nil) {
@@ -458,7 +462,7 @@ func nodeChanges(a, b *treeNode) []string {
 	if !sameACL(a.ACL, b.ACL) {
 		out = append(out, "acl")
 	}
-	if a.Mode != b.Mode || a.TTL != b.TTL {
+	if (a.Mode == modeEphemeral) != (b.Mode == modeEphemeral) {
 		out = append(out, "mode")
 	}
 	return out

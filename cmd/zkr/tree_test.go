@@ -239,6 +239,12 @@ func TestExportImportDiff(t *testing.T) {
 	if r := zkr(t, "--servers", b2, "diff", src, copyRoot); r.code != exitFailure || r.stdout != "removed\t/extra\n" {
 		t.Errorf("diff of a tree and its import with modes: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
+	// Again: the container and the TTL node read as persistent nodes, and
+	// are taken to be what the file says.
+	r = zkr(t, "--servers", b2, "--auth", alice, "import", edited, "--under", dst)
+	if r.code != 0 || !strings.Contains(r.stdout, "unchanged\t"+copyRoot+"/box\tcontainer\n") || strings.Contains(r.stdout, "create") {
+		t.Errorf("import again of a container and a TTL node: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
 
 	// Bad files and arguments: exit 2, nothing sent.
 	bad := filepath.Join(t.TempDir(), "bad.json")
