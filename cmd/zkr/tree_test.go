@@ -21,6 +21,7 @@ import (
 // that a TTL node keeps its TTL (on a second server, with TTL nodes
 // allowed).
 func TestExportImportDiff(t *testing.T) {
+	t.Parallel()
 	servers(t)
 	// Another server, which allows TTL nodes, starts while the test
 	// works on the shared one.
@@ -274,6 +275,7 @@ func TestExportImportDiff(t *testing.T) {
 
 // TestACLCommands sets an ACL with acl set and reads it back with acl get.
 func TestACLCommands(t *testing.T) {
+	t.Parallel()
 	servers(t)
 	p := testPath(t, "node")
 	mkdirs(t, admin(t), p, zkclient.WorldACL(zkclient.PermAll))
@@ -339,6 +341,7 @@ func TestParseACL(t *testing.T) {
 
 // TestOperatorQueries covers whoami, sync, count and ephemerals.
 func TestOperatorQueries(t *testing.T) {
+	t.Parallel()
 	addr := servers(t)
 	ctx := t.Context()
 	base := testPath(t, "tree")
