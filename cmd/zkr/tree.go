@@ -101,7 +101,7 @@ func readTree(ctx context.Context, s *zkrecipes.Session, root string, opts readO
 	}
 
 	level := []string{root}
-	var byPath = map[string]*treeNode{}
+	byPath := map[string]*treeNode{}
 	for len(level) > 0 {
 		items := make([]item, len(level))
 		var wg sync.WaitGroup
