@@ -38,7 +38,7 @@ var exitCodes = []struct {
 	{exitOK, "success"},
 	{exitFailure, `internal or ZooKeeper error, including credentials refused by the
 server or by a node's ACL (--auth, --sasl-user, --kerberos-principal,
---tls-cert) and a missing chroot`},
+--tls-cert) and a missing chroot; for diff: the subtrees differ`},
 	{exitUsage, `bad input: unknown flag, bad path, bad duration, missing command,
 unreadable or invalid TLS or Kerberos file`},
 	{exitTimeout, "--timeout expired before the lock or leadership was obtained"},

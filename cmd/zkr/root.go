@@ -146,6 +146,14 @@ session and granted the lock to someone else.
 		a.newSetCmd(),
 		a.newCreateCmd(),
 		a.newRmCmd(),
+		a.newACLCmd(),
+		a.newWhoAmICmd(),
+		a.newSyncCmd(),
+		a.newCountCmd(),
+		a.newEphemeralsCmd(),
+		a.newExportCmd(),
+		a.newImportCmd(),
+		a.newDiffCmd(),
 		a.newVersionCmd(),
 	)
 	// --version by hand: cobra's Version field prints through a text
