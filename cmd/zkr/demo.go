@@ -29,9 +29,8 @@ func (a *app) newDemoCmd() *cobra.Command {
 write, side by side in the same run, and measures the difference:
 
   herd      (the default) one lock, many waiters: watching the predecessor wakes
-            at most two waiters per release (the next holder, and the one behind
-            it), watching the parent wakes them all, and slows an unrelated
-            client down
+            one waiter per release, watching the parent wakes them all, and slows
+            an unrelated client down
   race      the gap between listing the queue and setting the watch: a lock that
             does not handle "the predecessor is already gone" hangs forever
   crash     a holder loses power: when the next holder gets the lock against the

@@ -175,11 +175,9 @@ func (r *herdReport) print(w io.Writer) {
 	fmt.Fprint(w, `
 EVENTS/RELEASE: watch events delivered to all clients per release of the lock.
 LISTINGS/RELEASE: listings of the queue per release, counting each client's
-first listing on arrival. Watching its predecessor, a release hands the lock to
-the next waiter, which holds without a listing, and tells the one behind it
-that it is next, which lists the queue once while the lock is held: at most two
-events per release, whatever the queue length. Watching the parent, every
-change wakes every waiter, and every waiter lists the queue again: the herd.
+first listing on arrival. Watching its predecessor, a release wakes one waiter,
+which lists the queue once. Watching the parent, every change wakes every
+waiter, and every waiter lists the queue again: the herd.
 BYSTANDER: latency of a client doing unrelated reads and writes on the same
 server during the run: the herd's listings queue ahead of its requests.
 `)

@@ -50,14 +50,10 @@ func TestDemo(t *testing.T) {
 	if n != 50 {
 		t.Errorf("clients %d, want 50", n)
 	}
-	// A release hands the lock to the next waiter (its own node's event,
-	// not counted here: it holds without a listing) and tells the one
-	// behind it that it is next; the heir's watch on its predecessor may
-	// fire too. A waiter whose predecessor left before its watch was set
-	// learns it from its listing, without an event: between one and two
-	// events per release, whatever the number of waiters.
-	if ours > 2 || ours < 0.9 {
-		t.Errorf("predecessor watch: %.2f events per release, want 1 to 2", ours)
+	// A waiter whose predecessor left before its watch was set learns it
+	// from its listing, without an event: at most one event per release.
+	if ours > 1 || ours < 0.9 {
+		t.Errorf("predecessor watch: %.2f events per release, want 1", ours)
 	}
 	if naive < 5 {
 		t.Errorf("naive: %.2f events per release, want many more than 1", naive)
@@ -127,8 +123,8 @@ func TestDemoStartsServer(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "embedded ZooKeeper-compatible server") {
 		t.Errorf("the demo does not say which server it runs on:\n%s", p.stderr.String())
 	}
-	if _, ev := demoRow(t, p.stdout.String(), "predecessor"); ev > 2.0 {
-		t.Errorf("predecessor recipe on zkserver: %.2f events per release, want at most 2", ev)
+	if _, ev := demoRow(t, p.stdout.String(), "predecessor"); ev > 1.0 {
+		t.Errorf("predecessor recipe on zkserver: %.2f events per release, want at most 1", ev)
 	}
 	if _, ev := demoRow(t, p.stdout.String(), "naive"); ev <= 1.5 {
 		t.Errorf("naive recipe on zkserver: %.2f events per release, want a herd", ev)
@@ -167,7 +163,7 @@ func TestBench(t *testing.T) {
 	got = nil
 	for _, run := range rep.Runs {
 		got = append(got, run.Recipe+"/"+strconv.Itoa(run.Contenders))
-		if !run.Chain || run.Acquisitions < 10 || run.Handoff <= 0 || run.EventsPerRelease <= 0 || run.EventsPerRelease > 2 {
+		if !run.Chain || run.Acquisitions < 10 || run.Handoff <= 0 || run.EventsPerRelease != 1 {
 			t.Errorf("implausible chain run: %+v", run)
 		}
 	}

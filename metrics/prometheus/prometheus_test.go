@@ -209,10 +209,8 @@ zkrecipes_waiting{path="all",recipe="mutex"} 0
 	if n := testutil.CollectAndCount(e.m.requestSeconds); n == 0 {
 		t.Error("no request latency series")
 	}
-	// A contender's node is made by create2 (its Stat holds the czxid, the
-	// fencing token).
-	if v := testutil.ToFloat64(e.m.requests.WithLabelValues("create2", "OK")); v < 2 {
-		t.Errorf("create2 requests OK: %v, want at least 2", v)
+	if v := testutil.ToFloat64(e.m.requests.WithLabelValues("create", "OK")); v < 2 {
+		t.Errorf("create requests OK: %v, want at least 2", v)
 	}
 }
 
