@@ -85,10 +85,11 @@ func (q *line) sorted(kids []string) ([]contender, error) {
 // ticket is one contender's place in a line: its node.
 type ticket struct {
 	protectedNode
-	q     *line
-	kind  kind
-	token int64 // fencing token, set when it holds (see wait)
-	ahead int   // contenders ahead of it at its first listing (see wait)
+	q       *line
+	kind    kind
+	token   int64 // fencing token, set when it holds (see wait)
+	ahead   int   // contenders ahead of it at its first listing (see wait)
+	granted bool  // it holds by its predecessor's grant, not by a listing
 
 	// heirs are the nodes the ticket grants the line to when it lets go
 	// while holding (see release), found in its latest listing; later,
@@ -120,7 +121,7 @@ type armed struct {
 	ev    zkclient.Event // its event
 }
 
-// state reports whether the ticket's node was written (granted): its
+// granted reports whether the ticket's node was written (granted): its
 // version had moved when the watch was set, or its watch's event says so.
 // gone reports that the node was deleted. Neither waits.
 func (a *armed) state() (granted, gone bool) {
@@ -245,7 +246,7 @@ func (t *ticket) waitTurn(ctx context.Context, try bool) error {
 			return err
 		case granted:
 			s.stats.granted.Add(1)
-			t.token = t.czxid
+			t.token, t.granted = t.czxid, true
 			if len(t.heirs) == 0 && t.later == nil {
 				// Held without a listing, knowing no heir (it queued
 				// last, and its predecessor was granted before it
@@ -313,7 +314,7 @@ func (a *armed) stop() {
 }
 
 // ownWatch hands the watch on the ticket's own node over to its holding
-// (see Session.holdNode), if it is armed and has not fired; else
+// (see Session.holdNodeWatched), if it is armed and has not fired; else
 // it returns nil (the holding reads the node again).
 func (t *ticket) ownWatch() *armed {
 	a := t.mine

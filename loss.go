@@ -130,12 +130,19 @@ type nodeHold struct {
 	since time.Time   // when it was granted, with told
 }
 
-// holdNode registers a holding embodied by the node p and starts watching
-// p. If told is not nil, the Session's Observer is told of the holding's
-// end (Released or Lost) as told, with the reason. If first is not nil,
-// the watch on p is already being set by it (a waiting ticket's, see
-// ticket.arm): the holding takes it over instead of reading p again.
-func (s *Session) holdNode(p string, told *HoldEvent, first *armed) *nodeHold {
+// holdNode registers a holding embodied by the node p and starts watching p.
+func (s *Session) holdNode(p string) *nodeHold { return s.holdNodeTold(p, nil) }
+
+// holdNodeTold is holdNode; if told is not nil, the Session's Observer is
+// told of the holding's loss (Lost) as told, with the reason.
+func (s *Session) holdNodeTold(p string, told *HoldEvent) *nodeHold {
+	return s.holdNodeWatched(p, told, nil)
+}
+
+// holdNodeWatched is holdNodeTold with the watch on p already being set by
+// first (a waiting ticket's, see ticket.arm), if not nil: the holding
+// takes it over instead of reading p again.
+func (s *Session) holdNodeWatched(p string, told *HoldEvent, first *armed) *nodeHold {
 	h := &nodeHold{s: s, done: make(chan struct{}), told: told}
 	if told != nil {
 		h.since = time.Now()
@@ -316,15 +323,15 @@ func (a acquiring) granted(s *Session, p string, ahead int, token int64) *nodeHo
 }
 
 // grantedWatched is granted, with the watch on p already being set by
-// first, if not nil (see Session.holdNode).
+// first, if not nil (see Session.holdNodeWatched).
 func (a acquiring) grantedWatched(s *Session, p string, ahead int, token int64, first *armed) *nodeHold {
 	if a.o == nil {
-		return s.holdNode(p, nil, first)
+		return s.holdNodeWatched(p, nil, first)
 	}
 	ev := a.ev
 	ev.Node, ev.Ahead, ev.Token, ev.Wait = p, ahead, token, time.Since(a.start)
 	// Granted first: a session already over loses the holding at once,
 	// and its Lost must come after.
 	tell(a.o.Granted, ev)
-	return s.holdNode(p, &ev, first)
+	return s.holdNodeWatched(p, &ev, first)
 }
