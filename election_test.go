@@ -417,7 +417,7 @@ func TestElectionConnectionCutDuringCreate(t *testing.T) {
 	s := e.sessionOn([]string{p.Addr()})
 	e.mkdirs(path)
 	el := zkrecipes.NewElection(s, path, "cut")
-	p.CutOnRequest(15, true) // opcode 15: create2, which makes contender nodes
+	p.CutOnRequest(1, true)
 	must(t, el.Campaign(ctx), "Campaign through a cut connection")
 	select {
 	case <-p.Tripped():

@@ -22,8 +22,8 @@ func TestMutexWaitingNodeDeleted(t *testing.T) {
 	base := e.lockBase(ctx, holder.Lock, "holder: Lock")
 	w := zkrecipes.NewMutex(e.session(), lock)
 	wc := async(func() error { return w.Lock(ctx) })
-	e.waitWatches("w to watch", base+2) // its own node (for a grant) and the holder's
-	kids := e.children(lock)            // the holder's node and w's, in no order
+	e.waitWatches("w to watch", base+1)
+	kids := e.children(lock) // the holder's node and w's, in no order
 	if len(kids) != 2 {
 		t.Fatalf("children %v, want the holder's and w's", kids)
 	}
@@ -31,7 +31,7 @@ func TestMutexWaitingNodeDeleted(t *testing.T) {
 	slices.SortFunc(kids, bySeq)
 	c := zkrecipes.NewMutex(e.session(), lock)
 	cc := async(func() error { return c.Lock(ctx) })
-	e.waitWatches("c to watch", base+4)
+	e.waitWatches("c to watch", base+2)
 
 	must(t, e.admin.Delete(lock+"/"+kids[1], -1), "delete w's node")
 	blocked(t, cc, "c's Lock")
@@ -56,11 +56,11 @@ func TestMutexWaiterAheadLeaves(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	middle := async(func() error { return zkrecipes.NewMutex(e.session(), lock).Lock(cctx) })
-	e.waitWatches("the middle waiter to watch", base+2) // its own node (for a grant) and the holder's
+	e.waitWatches("the middle waiter to watch", base+1)
 	s := e.session()
 	last := zkrecipes.NewMutex(s, lock)
 	got := async(func() error { return last.Lock(ctx) })
-	e.waitWatches("the last waiter to watch", base+4)
+	e.waitWatches("the last waiter to watch", base+2)
 
 	before := s.Stats()
 	cancel()

@@ -136,13 +136,6 @@ func (s *Session) holdNode(p string) *nodeHold { return s.holdNodeTold(p, nil) }
 // holdNodeTold is holdNode; if told is not nil, the Session's Observer is
 // told of the holding's loss (Lost) as told, with the reason.
 func (s *Session) holdNodeTold(p string, told *HoldEvent) *nodeHold {
-	return s.holdNodeWatched(p, told, nil)
-}
-
-// holdNodeWatched is holdNodeTold with the watch on p already being set by
-// first (a waiting ticket's, see ticket.arm), if not nil: the holding
-// takes it over instead of reading p again.
-func (s *Session) holdNodeWatched(p string, told *HoldEvent, first *armed) *nodeHold {
 	h := &nodeHold{s: s, done: make(chan struct{}), told: told}
 	if told != nil {
 		h.since = time.Now()
@@ -152,7 +145,7 @@ func (s *Session) holdNodeWatched(p string, told *HoldEvent, first *armed) *node
 	h.lost, h.release = s.hold(h.lose)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
-	go h.watch(ctx, s, p, first)
+	go h.watch(ctx, s, p)
 	return h
 }
 
@@ -180,23 +173,10 @@ func (h *nodeHold) released(held bool, err error) {
 	h.s.obs.Released(ev)
 }
 
-func (h *nodeHold) watch(ctx context.Context, s *Session, p string, first *armed) {
+func (h *nodeHold) watch(ctx context.Context, s *Session, p string) {
 	defer close(h.done)
 	for {
-		var rd reply
-		var err error
-		if first != nil {
-			select {
-			case <-first.done:
-				rd, err = first.rd, first.err
-			case <-ctx.Done():
-				go first.stop()
-				return
-			}
-			first = nil
-		} else {
-			rd, err = s.read(ctx, p, reading{op: readData, watch: true, count: &s.stats.holdWatches})
-		}
+		rd, err := s.read(ctx, p, reading{op: readData, watch: true, count: &s.stats.holdWatches})
 		w := rd.w
 		if errors.Is(err, zkclient.ErrNoNode) {
 			if !h.dropped.Load() {
@@ -319,19 +299,13 @@ func (a acquiring) abandoned(err error) {
 // HoldEvent says) and returns the holding of p (see holdNode), whose end,
 // Released or Lost, is told in turn.
 func (a acquiring) granted(s *Session, p string, ahead int, token int64) *nodeHold {
-	return a.grantedWatched(s, p, ahead, token, nil)
-}
-
-// grantedWatched is granted, with the watch on p already being set by
-// first, if not nil (see Session.holdNodeWatched).
-func (a acquiring) grantedWatched(s *Session, p string, ahead int, token int64, first *armed) *nodeHold {
 	if a.o == nil {
-		return s.holdNodeWatched(p, nil, first)
+		return s.holdNode(p)
 	}
 	ev := a.ev
 	ev.Node, ev.Ahead, ev.Token, ev.Wait = p, ahead, token, time.Since(a.start)
 	// Granted first: a session already over loses the holding at once,
 	// and its Lost must come after.
 	tell(a.o.Granted, ev)
-	return s.holdNodeWatched(p, &ev, first)
+	return s.holdNodeTold(p, &ev)
 }

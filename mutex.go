@@ -14,18 +14,7 @@ import (
 //
 // Each Lock queues an ephemeral sequential node under the path; the lowest
 // holds the lock, and every waiter watches only the node just before its own,
-// so a release wakes at most two waiters however long the queue. A holder
-// that knows the next contender (from a listing taken after its own node
-// was made: nothing can come between them) hands the lock over in the
-// transaction that deletes its node: it writes the next contender's node
-// (with the data it already had, at version 0), and that contender holds on
-// the event, without reading. The write also tells the waiter behind it that
-// it is next, and it lists the line then, while the lock is held, to learn
-// whom to hand over to in turn. Only contenders made by this library are
-// written (their protected prefix says so): Curator's, kazoo's and
-// go-zookeeper/zk's nodes never are, and they find the lock free as they
-// always have, by their predecessor's deletion. Do not write a waiting
-// contender's node by hand: that is how the lock is handed over.
+// so one release wakes exactly one waiter however long the queue.
 //
 // A Mutex value is one contender: it holds the lock at most once at a time
 // and is not reentrant. Use one Mutex per goroutine that competes. Its
@@ -82,8 +71,8 @@ func (m *Mutex) Requeue(ctx context.Context) error {
 // Token returns the fencing token of the current holding, or 0 when the lock
 // is not held. Tokens strictly increase from one holder of the path to the
 // next, also across a deletion and re-creation of the path: a token is the
-// zxid that made the holder's node (its czxid), and holders hold in the order
-// their nodes were made, whether the lock was handed over or found free.
+// zxid of the last change to the path's children when the holder found it
+// held, which comes after the release (or expiry) of every holder before it.
 // So a resource guarded by the lock can refuse any request carrying a token
 // lower than the highest it has seen: a holder that lost the lock without
 // knowing it cannot then overwrite its successor's work. Reading the token

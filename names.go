@@ -5,8 +5,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-
-	"github.com/google/uuid"
 )
 
 // This file holds every node name the recipes recognise, shared with
@@ -158,43 +156,3 @@ func itemName(kazoo bool, priority int) string {
 	}
 	return fmt.Sprintf("%s%03d-", kazooItemPrefix, priority)
 }
-
-// A line's contenders made by this library carry a protected prefix that
-// says a releasing holder may grant them the line (see ticket.release):
-// "_c_<uuid>-" with a UUID of version 8 (RFC 9562's custom version: the
-// random prefixes of Curator, kazoo and go-zookeeper/zk are version 4 or
-// not UUIDs at all), whose variant digit is '8' when the node's data is
-// empty and '9' when the grant must write its data back (the granting
-// holder reads it first, while it waits). No other client's node is ever
-// written.
-const (
-	ticketVersion   = '8'
-	ticketEmpty     = '8'
-	ticketHasData   = '9'
-	protectedLength = len("_c_") + 36 + len("-")
-)
-
-// ticketPrefix returns a new protected prefix for a grantable contender.
-func ticketPrefix(hasData bool) string {
-	u := uuid.New()
-	u[6] = u[6]&0x0f | 0x80 // version 8
-	u[8] = u[8]&0x0f | 0x80 // variant 10, then the data bit
-	if hasData {
-		u[8] |= 0x10
-	}
-	return "_c_" + u.String() + "-"
-}
-
-// grantable reports whether the contender node name is one a holder may
-// grant the line to: made by this library (ticketPrefix).
-func grantable(name string) bool {
-	if len(name) <= protectedLength || !strings.HasPrefix(name, "_c_") || name[protectedLength-1] != '-' {
-		return false
-	}
-	u := name[3 : protectedLength-1]
-	return u[14] == ticketVersion && (u[19] == ticketEmpty || u[19] == ticketHasData) && uuid.Validate(u) == nil
-}
-
-// grantedData reports whether a grantable node's data is not empty: its
-// grant must write it back.
-func grantedData(name string) bool { return name[3+19] == ticketHasData }

@@ -21,7 +21,6 @@ type protectedNode struct {
 	dir    string // the parent
 	prefix string // protected prefix "_c_<uuid>-"
 	name   string // node name once created
-	czxid  int64  // the zxid that made it, once created
 	// first is the listing of dir sent right behind the create, without
 	// waiting for it (the server answers in order, so it shows the new
 	// node): the first look at dir costs no round trip of its own. nil if
@@ -31,12 +30,6 @@ type protectedNode struct {
 
 func newProtectedNode(s *Session, dir string) protectedNode {
 	return protectedNode{s: s, dir: dir, prefix: "_c_" + uuid.NewString() + "-"}
-}
-
-// newTicketNode returns a protected node that a holder may grant a line to
-// (see ticketPrefix); hasData says its data will not be empty.
-func newTicketNode(s *Session, dir string, hasData bool) protectedNode {
-	return protectedNode{s: s, dir: dir, prefix: ticketPrefix(hasData)}
 }
 
 // path returns the node's path ("" before it was created).
@@ -56,7 +49,6 @@ func (n *protectedNode) create(ctx context.Context, marker string, data []byte) 
 	s := n.s
 	made, _, err := s.create(ctx, n.dir+"/"+n.prefix+marker, data, creating{
 		mode:    zkclient.EphemeralSequential,
-		stat:    true,
 		parents: true,
 		resend:  true,
 		wait:    s.createWait,
@@ -78,9 +70,6 @@ func (n *protectedNode) create(ctx context.Context, marker string, data []byte) 
 		return errorf("create in %s: %w", n.dir, err)
 	}
 	n.name = made.Path[len(n.dir)+1:]
-	if n.czxid == 0 {
-		n.czxid = made.Stat.Czxid
-	}
 	return nil
 }
 
@@ -113,7 +102,6 @@ func (n *protectedNode) find(ctx context.Context) (string, error) {
 			return "", err
 		}
 		if st.EphemeralOwner == s.ID() {
-			n.czxid = st.Czxid
 			return k, nil
 		}
 		if err := s.remove(ctx, p); err != nil {

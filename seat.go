@@ -3,7 +3,6 @@ package zkrecipes
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
@@ -48,7 +47,7 @@ func (st *seat) init(s *Session, path string, kinds []kind, opts []LockOption) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	st.q = line{s: s, dir: path, kinds: kinds, grants: !slices.Contains(kinds, latchKind)}
+	st.q = line{s: s, dir: path, kinds: kinds}
 	st.err = checkPath(path)
 	st.data = cfg.data
 }
@@ -90,7 +89,7 @@ func (st *seat) settle(ctx context.Context, t *ticket, err error, op string) err
 		return errorf("%s %s: %w", op, st.q.dir, err)
 	}
 	st.held = t
-	st.hold = st.acq.grantedWatched(st.q.s, t.path(), t.ahead, t.token, t.ownWatch())
+	st.hold = st.acq.granted(st.q.s, t.path(), t.ahead, t.token)
 	return nil
 }
 
@@ -179,7 +178,7 @@ func (st *seat) leave(ctx context.Context, reader bool, op string) error {
 	st.mu.Unlock()
 
 	held := h.drop()
-	err := t.release(ctx)
+	err := t.leave(ctx)
 	h.settle(err == nil)
 	h.released(held, err)
 	if err != nil {

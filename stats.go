@@ -18,20 +18,11 @@ type Stats struct {
 	// not in Reads and WatchEvents, so that those stay the cost of waiting.
 	HoldWatches int64 // getData requests watching the session's own held nodes
 	HoldEvents  int64 // watch events of those requests
-
-	// Which way the line went from one holder to the next (Mutex,
-	// RWMutex, Election): a release that knew the next contenders granted
-	// them the line in its own transaction (Grants, counted by the
-	// releaser), and they held without a read (Granted, counted by each);
-	// the others listed the line when their predecessor's node went.
-	Grants  int64 // releases sent as a grant (a multi that writes the heirs' nodes and deletes the holder's)
-	Granted int64 // acquisitions that held by a grant, without listing
 }
 
 type counters struct {
 	creates, deletes, listings, reads atomic.Int64
 	holdWatches, holdEvents           atomic.Int64
-	grants, granted                   atomic.Int64
 }
 
 // Stats returns the session's counters.
@@ -44,7 +35,5 @@ func (s *Session) Stats() Stats {
 		WatchEvents: s.c.Notifications() - s.stats.holdEvents.Load(),
 		HoldWatches: s.stats.holdWatches.Load(),
 		HoldEvents:  s.stats.holdEvents.Load(),
-		Grants:      s.stats.grants.Load(),
-		Granted:     s.stats.granted.Load(),
 	}
 }

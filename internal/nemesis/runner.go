@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
@@ -105,10 +104,6 @@ type runner struct {
 
 	workers  sync.WaitGroup
 	sessions sync.WaitGroup // session watchers
-
-	// The lock handoffs of every session, summed as each ends: releases
-	// sent as a grant, and acquisitions that held by one (Stats).
-	grantsSent, grantedBy atomic.Int64
 
 	// Closed by healAll; by the cache writer once it stopped after the
 	// heal; by the cache follower once it recorded the final snapshot.
@@ -226,8 +221,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	cfg := Config{Permits: map[string]int{ResSemaphore: o.Permits}, ProgressBound: o.ProgressBound, ExpirySlack: zktest.SyncLimit}
 	res := &Result{Seed: o.Seed, Plan: plan, Events: r.h.Events(), Config: cfg, Wall: time.Since(start)}
 	res.Report = Check(res.Events, cfg)
-	res.Summary = Summary(o.Seed, len(plan), res.Wall, res.Report) +
-		fmt.Sprintf(" handoffs=[grants-sent=%d granted=%d]", r.grantsSent.Load(), r.grantedBy.Load())
+	res.Summary = Summary(o.Seed, len(plan), res.Wall, res.Report)
 	return res, runErr
 }
 

@@ -124,9 +124,6 @@ func (c *client) session(ctx context.Context) (*sessionRef, error) {
 func (c *client) watch(ref *sessionRef) {
 	defer c.r.sessions.Done()
 	<-ref.s.Done()
-	st := ref.s.Stats()
-	c.r.grantsSent.Add(st.Grants)
-	c.r.grantedBy.Add(st.Granted)
 	err := ref.s.Err()
 	c.r.h.Record(Event{Kind: KindSessionEnd, Client: c.id, Gen: ref.gen, ErrKind: Classify(err),
 		Confirmed: c.r.h.Since(ref.s.Client().Confirmed()), Detail: fmt.Sprint(err)})
