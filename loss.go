@@ -64,15 +64,16 @@ func (s *Session) watchStrict() {
 	}
 }
 
-// voidHoldsLocked closes the holdings' channels and calls their onVoid
-// funcs with why.
+// voidHoldsLocked calls the holdings' onVoid funcs with why and closes
+// their channels: each loss is decided before its channel can wake a holder
+// that would release (and have it told as a release).
 func (s *Session) voidHoldsLocked(why LossReason) {
 	s.voided = why
 	for ch, onVoid := range s.holds {
-		close(ch)
 		if onVoid != nil {
 			onVoid(why)
 		}
+		close(ch)
 	}
 	clear(s.holds)
 }
@@ -86,7 +87,6 @@ func (s *Session) hold(onVoid func(LossReason)) (lost <-chan struct{}, release f
 	margin := s.margin() // not under s.mu: it asks the client
 	s.mu.Lock()
 	if s.over || s.strict > 0 && time.Since(s.c.Confirmed()) >= margin {
-		close(ch)
 		if onVoid != nil {
 			why := LossStrict
 			if s.over {
@@ -94,6 +94,7 @@ func (s *Session) hold(onVoid func(LossReason)) (lost <-chan struct{}, release f
 			}
 			onVoid(why)
 		}
+		close(ch)
 		s.mu.Unlock()
 		return ch, func() {}
 	}

@@ -101,7 +101,17 @@ func TestObserverLife(t *testing.T) {
 	if err := m.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	step("Unlock, then the waiter", "released mutex err:<nil>; granted mutex token:true node:true ahead:1 ctx:true", <-locked)
+	// The holder's Released and the waiter's Granted are told on their own
+	// goroutines, in either order (the waiter may hold before Unlock
+	// returns): compare them as a set.
+	must(t, <-locked, "the waiter's Lock")
+	l.mu.Lock()
+	got := slices.Sorted(slices.Values(l.lines))
+	l.lines = nil
+	l.mu.Unlock()
+	if want := []string{"granted mutex token:true node:true ahead:1 ctx:true", "released mutex err:<nil>"}; !slices.Equal(got, want) {
+		t.Errorf("Unlock, then the waiter told %q, want %q in any order", got, want)
+	}
 	step("Unlock", "released mutex err:<nil>", m2.Unlock(ctx))
 
 	rw := zkrecipes.NewRWMutex(s, e.path+"/rw")
