@@ -33,26 +33,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(90*time.Second))
-	shared, sharedErr = zktest.Start(ctx, zktest.Options{})
-	cancel()
-	code := m.Run()
-	if code == 0 && shared != nil {
-		if err := zktest.NoSessions(shared.Addr(0), 10*time.Second); err != nil {
-			fmt.Fprintln(os.Stderr, "zkgrpc tests:", err)
-			code = 1
-		}
-	}
-	if shared != nil {
-		shared.Close()
-	}
-	if code == 0 {
-		if err := zktest.FindLeaks(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(zktest.RunShared(m, zktest.Options{}, func(c *zktest.Cluster, err error) { shared, sharedErr = c, err }))
 }
 
 // newSession is the session factory the resolver and the servers use:
