@@ -279,7 +279,7 @@ func Run(t testing.TB, cfg Config, workload Workload) *Report {
 	}
 	t.Log(rep.Summary)
 	if rep.Failed() {
-		t.Errorf("faulttest: %s\n%s", rep.Summary, rep.Explain(5))
+		t.Errorf("%s\n%s", rep.Summary, rep.Explain(5))
 	}
 	if err != nil {
 		t.Fatalf("faulttest: seed %d: the run could not be carried out: %v (%s)", seed, err, replay)

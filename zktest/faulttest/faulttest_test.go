@@ -191,10 +191,10 @@ func TestRunCatchesIgnoredLost(t *testing.T) {
 			t.Errorf("the failure does not say %q:\n%s", want, msg)
 		}
 	}
-	t.Logf("caught by %v; the failure as a test would show it:\n%s", props, firstLines(msg, 40))
+	t.Logf("caught by %v; the failure as a test would show it:\n%s", props, firstLines(msg, 60))
 }
 
-// A correct workload passes: the heeding holder alone, under a shorter
+// A correct workload passes: the package example's worker, under a shorter
 // schedule of the faults that close Lost hardest (a cut-off past the
 // session timeout, an expiry on purpose, a stalled member).
 func TestRunPassesCorrectWorkload(t *testing.T) {
@@ -203,7 +203,7 @@ func TestRunPassesCorrectWorkload(t *testing.T) {
 		Cluster:  cluster,
 		Duration: time.Second, // the first round only
 		Faults:   []faulttest.Fault{faulttest.CutOff, faulttest.ForceExpiry, faulttest.PauseMember},
-	}, good)
+	}, worker) // the example's worker (example_test.go)
 	if rep != nil && rep.Failed() {
 		t.Errorf("a correct workload failed: %s", rep.Explain(0))
 	}
