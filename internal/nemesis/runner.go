@@ -150,7 +150,11 @@ func run(ctx context.Context, o Options, u *userRun) (*Result, error) {
 	start := time.Now()
 	mutexClients := o.StrictClients
 	if u != nil {
-		mutexClients = o.Clients
+		// Every client runs the user's workload, strict or not.
+		mutexClients, o.StrictClients = o.Clients, 0
+		if u.o.Strict {
+			o.StrictClients = o.Clients
+		}
 	}
 	r := &runner{
 		o: o, h: NewHistory(), cluster: o.Cluster, members: len(o.Cluster.Addrs()), user: u,
@@ -263,11 +267,7 @@ func (r *runner) setUp() error {
 			addrs = append(addrs, p.Addr())
 		}
 		r.proxies = append(r.proxies, ps)
-		strict := id < r.o.StrictClients
-		if r.user != nil {
-			strict = r.user.o.Strict
-		}
-		r.clients = append(r.clients, &client{r: r, id: id, strict: strict, servers: addrs})
+		r.clients = append(r.clients, &client{r: r, id: id, strict: id < r.o.StrictClients, servers: addrs})
 	}
 	if r.user != nil {
 		return nil

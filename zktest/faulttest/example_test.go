@@ -3,6 +3,7 @@ package faulttest_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func worker(ctx context.Context, c *faulttest.Client) (err error) {
 		if !c.WriteFenced("orders", m.Token()) {
 			return nil // a successor wrote: this holder is stale
 		}
-		c.Op("batch", string(rune('0'+batch)))
+		c.Op("batch", strconv.Itoa(batch))
 	}
 	return nil
 }

@@ -98,15 +98,15 @@ type Fault int
 // The faults. Member faults act on a ZooKeeper process, client faults on
 // the proxies between one client and the members.
 const (
-	KillMember      Fault = Fault(nemesis.KillMember)      // SIGKILL a member (the leader, a holder's, or any) and restart it
-	PauseMember     Fault = Fault(nemesis.PauseMember)     // SIGSTOP a member, up to past the session timeout, then SIGCONT
-	LoseQuorum      Fault = Fault(nemesis.LoseQuorum)      // kill or stall two members at once
-	CutOff          Fault = Fault(nemesis.CutOff)          // silence every link of a client past its session timeout: the server expires it
-	BlackholeLink   Fault = Fault(nemesis.BlackholeLink)   // silence or pause the link a client uses: it moves to another member
-	DelayClient     Fault = Fault(nemesis.DelayClient)     // delay every byte of a client's links, up to near the strict margin
-	CutAfterRequest Fault = Fault(nemesis.CutAfterRequest) // cut a client's connection right after its next create, delete, multi or getChildren2, forwarded or not
-	ForceExpiry     Fault = Fault(nemesis.ForceExpiry)     // expire a client's session on the server on purpose
-	SlowThenStall   Fault = Fault(nemesis.SlowThenStall)   // delay a client's links, then stall its member past the session timeout
+	KillMember      Fault = iota + 1 // SIGKILL a member (the leader, a holder's, or any) and restart it
+	PauseMember                      // SIGSTOP a member, up to past the session timeout, then SIGCONT
+	LoseQuorum                       // kill or stall two members at once
+	CutOff                           // silence every link of a client past its session timeout: the server expires it
+	BlackholeLink                    // silence or pause the link a client uses: it moves to another member
+	DelayClient                      // delay every byte of a client's links, up to near the strict margin
+	CutAfterRequest                  // cut a client's connection right after its next create, delete, multi or getChildren2, forwarded or not
+	ForceExpiry                      // expire a client's session on the server on purpose
+	SlowThenStall                    // delay a client's links, then stall its member past the session timeout
 )
 
 func (f Fault) String() string { return nemesis.FaultKind(f).String() }
@@ -232,6 +232,9 @@ func publicProperty(p string) string {
 func Run(t testing.TB, cfg Config, workload Workload) *Report {
 	t.Helper()
 	seed, span, err := params(cfg)
+	if err == nil {
+		err = cfg.validate()
+	}
 	if err != nil {
 		t.Fatalf("faulttest: %v", err)
 		return nil
@@ -287,6 +290,29 @@ func Run(t testing.TB, cfg Config, workload Workload) *Report {
 	return rep
 }
 
+// validate names what in cfg cannot be run.
+func (cfg Config) validate() error {
+	switch {
+	case cfg.Clients < 0:
+		return fmt.Errorf("Config.Clients %d is negative", cfg.Clients)
+	case cfg.SessionTimeout < 0:
+		return fmt.Errorf("Config.SessionTimeout %v is negative", cfg.SessionTimeout)
+	case cfg.ProgressBound < 0:
+		return fmt.Errorf("Config.ProgressBound %v is negative", cfg.ProgressBound)
+	}
+	for _, f := range cfg.Faults {
+		if f < KillMember || f > SlowThenStall {
+			return fmt.Errorf("Config.Faults: unknown fault %d", int(f))
+		}
+	}
+	for res, n := range cfg.Permits {
+		if n < 1 {
+			return fmt.Errorf("Config.Permits[%q] is %d, below 1", res, n)
+		}
+	}
+	return nil
+}
+
 // params returns the seed and the span: the flag, else the environment,
 // else the config, else a random seed and DefaultDuration.
 func params(cfg Config) (uint64, time.Duration, error) {
@@ -337,7 +363,10 @@ func pathSafe(name string) string {
 // concurrent use, except Rand. Record a step right after the call that
 // made it (Acquired right after Lock returned, Lost as soon as the Lost
 // channel is seen closed) and Released before the release call: the
-// checker's time line is the order of the records.
+// checker's time line is the order of the records. A client holds a
+// resource once at a time: Lost, Released and writes of a resource are
+// its latest Acquired's, so holdings at once on one client (read locks
+// from two goroutines, say) need resources of distinct names.
 type Client struct {
 	u *nemesis.UserClient
 }

@@ -53,6 +53,27 @@ func TestFaults(t *testing.T) {
 	}
 }
 
+// A Config that cannot be run is refused, naming what is wrong.
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Clients: -1}, "Config.Clients -1"},
+		{Config{SessionTimeout: -time.Second}, "Config.SessionTimeout -1s"},
+		{Config{ProgressBound: -time.Second}, "Config.ProgressBound -1s"},
+		{Config{Faults: []Fault{CutOff, 42}}, "unknown fault 42"},
+		{Config{Permits: map[string]int{"sem": 0}}, `Config.Permits["sem"] is 0`},
+	} {
+		if err := tc.cfg.validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error saying %q", tc.cfg, err, tc.want)
+		}
+	}
+	if err := (Config{Faults: []Fault{KillMember, SlowThenStall}, Permits: map[string]int{"sem": 2}}).validate(); err != nil {
+		t.Errorf("a valid config: %v", err)
+	}
+}
+
 // The checker's property names as the package documents them.
 func TestPublicProperty(t *testing.T) {
 	for in, want := range map[string]string{
