@@ -71,17 +71,21 @@ func holder(res string, steps int, heed bool) faulttest.Workload {
 // every client, heeding Lost.
 var good = holder("good", 5, true)
 
-// both runs, at once on each client's session, the correct workload and
-// one that ignores Lost: long holdings (8 s) of a Mutex of the client's
-// own ("bad-<client>"), so that faults find it holding.
+// both runs, at once on each client's session, correct workloads and one
+// that ignores Lost: the short holdings of good, shared by every client,
+// and long holdings (8 s) of two Mutexes of the client's own, so that
+// faults find them held: "heed-<client>", heeding Lost, and
+// "bad-<client>", ignoring it.
 func both(ctx context.Context, c *faulttest.Client) error {
+	ws := []faulttest.Workload{good, holder(fmt.Sprintf("heed-%d", c.ID()), 40, true), holder(fmt.Sprintf("bad-%d", c.ID()), 40, false)}
+	errs := make([]error, len(ws))
 	var wg sync.WaitGroup
-	var g, b error
-	wg.Add(2)
-	go func() { defer wg.Done(); g = good(ctx, c) }()
-	go func() { defer wg.Done(); b = holder(fmt.Sprintf("bad-%d", c.ID()), 40, false)(ctx, c) }()
+	for i, w := range ws {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = w(ctx, c) }()
+	}
 	wg.Wait()
-	return errors.Join(g, b)
+	return errors.Join(errs...)
 }
 
 // failures is a testing.TB that records Error and Fatal instead of
@@ -154,9 +158,9 @@ func TestMain(m *testing.M) {
 
 // In the default configuration (4 strict clients, the default span: one
 // round of every fault kind), a holder that ignores Lost is caught, and
-// the failure names the seed, how to replay it and the property; a holder
-// that heeds Lost, on the same sessions under the same faults, breaks
-// nothing.
+// the failure names the seed, how to replay it and the property; holders
+// that heed Lost, on the same sessions under the same faults, break
+// nothing (and notice losses: the faults reach them).
 func TestRunCatchesIgnoredLost(t *testing.T) {
 	cluster := ensemble(t)
 	f := &failures{TB: t}
@@ -175,6 +179,9 @@ func TestRunCatchesIgnoredLost(t *testing.T) {
 		if !slices.Contains(props, v.Property) {
 			props = append(props, v.Property)
 		}
+	}
+	if strings.Contains(rep.Summary, " lost-noticed=0 ") {
+		t.Errorf("the heeding holders never noticed a loss: %s", rep.Summary)
 	}
 	if !slices.Contains(props, "lost") && !slices.Contains(props, "exclusion") {
 		t.Errorf("caught by %v, want lost or exclusion", props)
