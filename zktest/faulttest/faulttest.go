@@ -57,17 +57,20 @@
 // hold something, so faults hit holders.
 //
 // Cost: a run on an ensemble started by Run takes the ensemble's start (a
-// few seconds to 20 s on a loaded machine), a warm-up, the schedule (about
-// 30 to 40 s with every kind on: the first round is always complete), the
-// heal and the checks: about a minute, on 2 cores. The ensemble's JVMs take
-// about 256 MiB each.
+// few seconds, up to 30 s on a loaded machine), a warm-up, the schedule
+// (45 to 55 s of wall time with every kind on: the first round is always
+// complete), the heal and the checks: a minute or more on 2 cores, about
+// 2.5 minutes under -race. The ensemble's JVMs take up to 256 MiB each.
 //
-// See docs/faulttesting.md for a complete example and how to replay a
-// seed.
+// FAULTTEST_HISTORY=file writes the whole recorded history of each run
+// there, one event a line. See docs/faulttesting.md for a complete
+// example and how to replay a seed.
 package faulttest
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -275,6 +278,11 @@ func Run(t testing.TB, cfg Config, workload Workload) *Report {
 		t.Fatalf("faulttest: seed %d: %v", seed, err)
 		return nil
 	}
+	if f := os.Getenv("FAULTTEST_HISTORY"); f != "" {
+		if err := writeHistory(f, res.Events); err != nil {
+			t.Errorf("faulttest: FAULTTEST_HISTORY: %v", err)
+		}
+	}
 	rep := &Report{Seed: seed, Summary: res.Summary, Replay: replay, events: res.Events}
 	for _, v := range res.Report.Violations {
 		rep.Violations = append(rep.Violations, Violation{Property: publicProperty(v.Property), At: v.At, Resource: v.Res,
@@ -346,6 +354,20 @@ func params(cfg Config) (uint64, time.Duration, error) {
 		span = DefaultDuration
 	}
 	return seed, span, nil
+}
+
+// writeHistory writes every event of a run to file, one a line
+// (FAULTTEST_HISTORY=file), for reading a run at leisure.
+func writeHistory(file string, events []nemesis.Event) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	for _, e := range events {
+		fmt.Fprintln(w, e)
+	}
+	return errors.Join(w.Flush(), f.Close())
 }
 
 // pathSafe turns a test's name into one path segment.
