@@ -452,8 +452,13 @@ func (c *Client) WriteFenced(resource string, token int64) bool {
 
 // Wrote records a write to the workload's own fenced store (see package
 // fencing): with token, and whether the store accepted it. Call it as soon
-// as the store answered; the fence property judges the decisions in the
-// order they were recorded.
+// as the store answered: the write is judged at the time it is recorded
+// (the fence property takes the decisions in the order they were
+// recorded, the lost property the time since Lost closed), so bound each
+// store call well below half the session timeout (a context deadline), as
+// a holder must anyway to see Lost in time; a call that blocks longer
+// shows as a write after Lost, and may show out of order with a
+// successor's.
 func (c *Client) Wrote(resource string, token int64, accepted bool) {
 	c.u.Wrote(resource, token, accepted)
 }
