@@ -163,10 +163,10 @@ type hub struct {
 
 // current returns the session (nil while there is none, with why), and a
 // channel closed when that changes.
-func (h *hub) current() (*zkrecipes.Session, error, <-chan struct{}) {
+func (h *hub) current() (s *zkrecipes.Session, changed <-chan struct{}, why error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.cur, h.err, h.changed
+	return h.cur, h.changed, h.err
 }
 
 func (h *hub) set(s *zkrecipes.Session, err error) {
@@ -249,7 +249,7 @@ func (r *zkResolver) run(ctx context.Context) {
 	pause := 100 * time.Millisecond
 	var ended *zkrecipes.Session // the last session followed until its end
 	for ctx.Err() == nil {
-		s, why, changed := r.h.current()
+		s, changed, why := r.h.current()
 		if s == nil || s == ended {
 			if why != nil {
 				r.report(why)
