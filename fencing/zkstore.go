@@ -26,7 +26,10 @@ import (
 // an admission costs one conditional write (a quorum round trip, no read)
 // while no other replica raised the token; one read more when one did, or
 // the first time a replica sees the resource; a token lower than the
-// cached highest is refused with no request at all. The store keeps a
+// cached highest is refused with no request at all, and the highest
+// Advance then returns (a [Guard]'s [HighestHeader]) is the cached one:
+// higher than the refused token, but maybe lower than one another replica
+// has since admitted. The store keeps a
 // node in ZooKeeper and an entry in memory per resource ever fenced, and
 // deletes none: deleting a node forgets its tokens, which lets a stale
 // holder in, so delete one only when no Guard uses it.

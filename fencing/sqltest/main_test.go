@@ -109,27 +109,19 @@ func openSQLite(t *testing.T) *sql.DB {
 // guards, and returns the fence and the accounts table's name.
 func newTable(t *testing.T, db *sql.DB, d fencing.Dialect) (*fencing.Table, string) {
 	t.Helper()
-	fence, accounts, _ := newTableNamed(t, db, d)
-	return fence, accounts
-}
-
-// newTableNamed is newTable, also returning the fence table's name.
-func newTableNamed(t *testing.T, db *sql.DB, d fencing.Dialect) (fence *fencing.Table, accounts, fenceName string) {
-	t.Helper()
 	ctx := context.Background()
-	fenceName = unique("fence")
-	fence, err := fencing.NewTable(d, fenceName)
+	fence, err := fencing.NewTable(d, unique("fence"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := fence.Create(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	accounts = unique("accounts")
+	accounts := unique("accounts")
 	if _, err := db.ExecContext(ctx, "CREATE TABLE "+accounts+" (id TEXT PRIMARY KEY, owner TEXT NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	return fence, accounts, fenceName
+	return fence, accounts
 }
 
 // zkAddrs returns the addresses of the package's ZooKeeper, skipping the

@@ -258,11 +258,11 @@ func TestPauseSQL(t *testing.T) {
 	zktest.CheckLeaks(t)
 	ctx := context.Background()
 	db := openPostgres(t)
-	fence, accounts, fenceName := newTableNamed(t, db, fencing.PostgreSQL)
+	fence, accounts := newTable(t, db, fencing.PostgreSQL)
 	write := func(token int64, who string) error {
 		return fence.Write(ctx, db, nil, "acct-1", token, setOwner(ctx, fencing.PostgreSQL, accounts, "acct-1", who))
 	}
-	cfg := holderConfig{Mode: "sql", DSN: pg.dsn, Fence: fenceName, Accounts: accounts}
+	cfg := holderConfig{Mode: "sql", DSN: pg.dsn, Fence: fence.Name(), Accounts: accounts}
 	a, tokenA, tokenB, late := pausedCrash(t, cfg, write)
 	checkRefused(t, a, late, tokenA, tokenB)
 	a.expect("lost")

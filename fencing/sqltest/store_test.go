@@ -18,22 +18,32 @@ import (
 )
 
 // sharedStore is a Store that several servers share: replicas returns two
-// Stores on it, as two servers would have, each with its own connection.
+// Stores on it, as two servers would have, each with its own connection,
+// and a function that reads what the shared state holds for a resource.
 type sharedStore struct {
 	name     string
-	replicas func(t *testing.T) (fencing.Store, fencing.Store)
+	replicas func(t *testing.T) (fencing.Store, fencing.Store, func(resource string) (int64, error))
 }
 
 var sharedStores = []sharedStore{
-	{"ZooKeeper", func(t *testing.T) (fencing.Store, fencing.Store) {
+	{"ZooKeeper", func(t *testing.T) (fencing.Store, fencing.Store, func(string) (int64, error)) {
 		s1, s2 := zkSession(t, zkAddrs(t)), zkSession(t, zkAddrs(t))
 		dir := registerDir(t, s1)
-		return fencing.NewZooKeeperStore(s1.Client(), dir, nil), fencing.NewZooKeeperStore(s2.Client(), dir, nil)
+		st := fencing.NewZooKeeperStore(s1.Client(), dir, nil)
+		peek := func(resource string) (int64, error) {
+			data, _, err := s1.Get(context.Background(), st.Node(resource))
+			if err != nil {
+				return 0, err
+			}
+			return strconv.ParseInt(string(data), 10, 64)
+		}
+		return st, fencing.NewZooKeeperStore(s2.Client(), dir, nil), peek
 	}},
-	{"PostgreSQL", func(t *testing.T) (fencing.Store, fencing.Store) {
+	{"PostgreSQL", func(t *testing.T) (fencing.Store, fencing.Store, func(string) (int64, error)) {
 		db := openPostgres(t)
 		fence, _ := newTable(t, db, fencing.PostgreSQL)
-		return fence.Store(db), fence.Store(openPostgres(t))
+		peek := func(resource string) (int64, error) { return fence.Highest(context.Background(), db, resource) }
+		return fence.Store(db), fence.Store(openPostgres(t)), peek
 	}},
 }
 
@@ -62,7 +72,7 @@ func TestSharedStore(t *testing.T) {
 	for _, st := range sharedStores {
 		t.Run(st.name, func(t *testing.T) {
 			zktest.CheckLeaks(t)
-			s1, s2 := st.replicas(t)
+			s1, s2, _ := st.replicas(t)
 			ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 			g := []http.Handler{(&fencing.Guard{Store: s1}).Wrap(ok), (&fencing.Guard{Store: s2}).Wrap(ok)}
 			for i, step := range []struct {
@@ -106,7 +116,7 @@ func TestSharedStoreConcurrent(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(30*time.Second))
 			defer cancel()
 			s := []fencing.Store{}
-			s1, s2 := st.replicas(t)
+			s1, s2, peek := st.replicas(t)
 			s = append(s, s1, s2)
 			const n = 40
 			type call struct {
@@ -142,9 +152,18 @@ func TestSharedStoreConcurrent(t *testing.T) {
 					}
 				}
 			}
+			if h, err := peek("/shared"); err != nil || h != n {
+				t.Errorf("the store holds %d, %v after the race; want %d", h, err, n)
+			}
+			// Each replica accepts the highest, and then refuses the one
+			// below it naming the highest. (Before, a ZooKeeperStore replica
+			// may refuse it naming a lower one: the highest it knew.)
 			for i, r := range s {
-				if h, err := r.Advance(ctx, "/shared", 1); err != nil || h != n {
-					t.Errorf("replica %d: highest after the race: %d, %v; want %d", i+1, h, err, n)
+				if h, err := r.Advance(ctx, "/shared", n); err != nil || h != n {
+					t.Errorf("replica %d: Advance(%d) after the race: %d, %v; want it accepted", i+1, n, h, err)
+				}
+				if h, err := r.Advance(ctx, "/shared", n-1); err != nil || h != n {
+					t.Errorf("replica %d: Advance(%d) after the race: %d, %v; want refused, %d the highest", i+1, n-1, h, err, n)
 				}
 			}
 		})
