@@ -34,9 +34,11 @@ import (
 // deletes none: deleting a node forgets its tokens, which lets a stale
 // holder in, so delete one only when no Guard uses it.
 //
-// A ZooKeeperStore is safe for concurrent use. Its client is any session:
-// the store writes no ephemeral node, and a new session (after an expiry)
-// sees the same nodes.
+// A ZooKeeperStore is safe for concurrent use. Its client's session may be
+// any: the store writes no ephemeral node. When that session expires, the
+// store's calls fail (a Guard answers 503); make a new store on a new
+// session's client, which finds the same nodes and only starts with an
+// empty cache.
 type ZooKeeperStore struct {
 	c   *zkclient.Client
 	dir string
