@@ -39,8 +39,9 @@ type holderProc struct {
 	stderr bytes.Buffer
 }
 
-// lockedWriter is a bytes.Buffer safe for the writes of exec's copying
-// goroutine and the test's reads.
+// lockedWriter writes to its holderProc's stderr buffer under the
+// holderProc's lock: exec's copying goroutine writes while the test may
+// read.
 type lockedWriter struct{ h *holderProc }
 
 func (w lockedWriter) Write(p []byte) (int, error) {
