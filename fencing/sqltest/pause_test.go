@@ -35,6 +35,7 @@ type holderProc struct {
 	stdin  io.WriteCloser
 	lines  chan string // what A says, closed when its stdout ends
 	exited chan struct{}
+	thaw   func() error // ends the pause (zktest.Freeze)
 	mu     sync.Mutex
 	stderr bytes.Buffer
 }
@@ -146,9 +147,12 @@ func (h *holderProc) expectToken(word string) int64 {
 func (h *holderProc) pause() {
 	h.t.Helper()
 	pid := h.cmd.Process.Pid
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		h.t.Fatalf("SIGSTOP holder A: %v", err)
+	thaw, err := zktest.Freeze(pid) // stays stopped under a stall injector's SIGCONTs
+	if err != nil {
+		h.t.Fatalf("holder A: %v", err)
 	}
+	h.thaw = thaw
+	h.t.Cleanup(func() { thaw() })
 	zktest.Eventually(h.t, 10*time.Second, "holder A stopped", func() error {
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
@@ -169,8 +173,8 @@ func (h *holderProc) resume() {
 	if _, err := io.WriteString(h.stdin, "go\n"); err != nil {
 		h.t.Fatalf("holder A's stdin: %v", err)
 	}
-	if err := syscall.Kill(h.cmd.Process.Pid, syscall.SIGCONT); err != nil {
-		h.t.Fatalf("SIGCONT holder A: %v", err)
+	if err := h.thaw(); err != nil {
+		h.t.Fatalf("holder A: %v", err)
 	}
 }
 
