@@ -50,26 +50,13 @@ func TestMutexAcrossReconfig(t *testing.T) {
 	admin, err := zkclient.Connect(ctx, cluster.Addrs(), zkclient.WithDigestAuth(zktest.SuperUser, zktest.SuperPassword))
 	must(t, err, "connect as the super user")
 	defer admin.Close()
-	// change applies a reconfig and returns the new configuration; a
-	// connection lost before the answer is settled by reading it again.
 	change := func(add []string, remove []int64) zkclient.EnsembleConfig {
 		t.Helper()
 		cfg, err := admin.Config(ctx)
 		must(t, err, "read the config")
-		for {
-			next, err := admin.Reconfig(ctx, add, remove, cfg.Version)
-			if !errors.Is(err, zkclient.ErrConnectionLoss) {
-				must(t, err, "reconfig +%v -%v", add, remove)
-				return next
-			}
-			must(t, admin.WaitConnected(ctx), "reconnect")
-			if admin.Sync(ctx, zkclient.ConfigPath) != nil {
-				continue
-			}
-			if next, err := admin.Config(ctx); err == nil && next.Version != cfg.Version {
-				return next
-			}
-		}
+		next, err := zktest.Reconfig(ctx, admin, add, remove, cfg.Version)
+		must(t, err, "reconfig")
+		return next
 	}
 	stillHeld := func(what string) {
 		t.Helper()

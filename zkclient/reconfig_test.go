@@ -146,7 +146,7 @@ func TestReconfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		next, err := reconfig(ctx, admin, []string{cluster.ServerSpec(i)}, nil, cfg.Version)
+		next, err := zktest.Reconfig(ctx, admin, []string{cluster.ServerSpec(i)}, nil, cfg.Version)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +182,7 @@ func TestReconfig(t *testing.T) {
 		if victim < 0 {
 			t.Fatalf("connected to %s, not a member of\n%s", from, cfg.Raw)
 		}
-		next, err := reconfig(ctx, admin, nil, []int64{victim}, cfg.Version)
+		next, err := zktest.Reconfig(ctx, admin, nil, []int64{victim}, cfg.Version)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,27 +200,4 @@ func TestReconfig(t *testing.T) {
 			t.Fatalf("the removed member is still in the list %v", c.Servers())
 		}
 	})
-}
-
-// reconfig is Reconfig made sure, as a careful caller writes it: when the
-// connection drops before the answer (removing the leader, or the
-// member the client is on, restarts the servers' client service), the
-// configuration, read again once synced, tells whether it applied; a
-// version that moved on from from means it did.
-func reconfig(ctx context.Context, c *zkclient.Client, add []string, remove []int64, from int64) (zkclient.EnsembleConfig, error) {
-	for {
-		cfg, err := c.Reconfig(ctx, add, remove, from)
-		if !errors.Is(err, zkclient.ErrConnectionLoss) {
-			return cfg, err
-		}
-		if err := c.WaitConnected(ctx); err != nil {
-			return cfg, err
-		}
-		if err := c.Sync(ctx, zkclient.ConfigPath); err != nil {
-			continue
-		}
-		if cfg, err := c.Config(ctx); err == nil && cfg.Version != from {
-			return cfg, nil
-		}
-	}
 }
