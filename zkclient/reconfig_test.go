@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -200,4 +202,46 @@ func TestReconfig(t *testing.T) {
 			t.Fatalf("the removed member is still in the list %v", c.Servers())
 		}
 	})
+}
+
+// TestHostNameResolvedOnReconnect connects by a host name ("localhost"),
+// through a proxy that cuts the connection: each connection attempt,
+// the reconnection included, hands the name to the dialer, which resolves
+// it then (so a member that moved to a new address is found), and the
+// client reports the server by the name it was given.
+func TestHostNameResolvedOnReconnect(t *testing.T) {
+	e := newEnv(t)
+	px := e.proxy()
+	_, port, err := net.SplitHostPort(px.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := net.JoinHostPort("localhost", port)
+	var mu sync.Mutex
+	var dialed []string
+	c := e.connectTo(name, zkclient.WithObserver(&zkclient.Observer{Dial: func(ev zkclient.ConnEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Err == nil {
+			dialed = append(dialed, ev.Server)
+		}
+	}}))
+	defer c.Close()
+	id := c.SessionID()
+	states := c.States()
+	defer states.Close()
+	px.Cut()
+	waitState(t, states, zkclient.StateSuspended)
+	waitState(t, states, zkclient.StateReconnected)
+	if err := c.Sync(e.ctx, "/"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(dialed) < 2 || slices.ContainsFunc(dialed, func(s string) bool { return s != name }) {
+		t.Fatalf("dialed %q, want %s at each connection", dialed, name)
+	}
+	if c.Server() != name || c.SessionID() != id {
+		t.Fatalf("on %s with session 0x%x, want %s and 0x%x", c.Server(), c.SessionID(), name, id)
+	}
 }
