@@ -126,8 +126,13 @@ func (r *runner) supervise(ctx context.Context, c *client, id int, rng *rand.Ran
 	work := func(wctx context.Context) error {
 		g := gen.Load()
 		token, _ := zkrecipes.HeldToken(wctx)
+		// Most runs are short (60 ms to 1.8 s), one in three long (1 to
+		// 8 s), so that faults find a leader at work.
 		mu.Lock()
 		steps := 3 + rng.IntN(20)
+		if rng.IntN(3) == 0 {
+			steps = 20 + rng.IntN(80)
+		}
 		mu.Unlock()
 		hd, _ := r.granted(id, g, wk, &grant{op: OpSupervisedRun, mode: Exclusive, token: token, lost: wctx.Done(), fenced: true}, false)
 		defer r.released(id, g, hd) // the work returned
