@@ -13,7 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestConfigCommands runs config and reconfig on one 3-member ensemble
+// TestConfigCommands runs config and reconfig on one 2-member ensemble
 // with dynamic reconfiguration (and on the shared standalone server):
 // config shows the members, their roles, addresses and the version, and
 // --watch follows changes; reconfig adds a member and removes one (the
@@ -23,7 +23,7 @@ import (
 // an error that names what was wrong.
 func TestConfigCommands(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a 3-member ensemble")
+		t.Skip("starts a 2-member ensemble")
 	}
 	servers(t)
 	t.Parallel()
@@ -60,7 +60,7 @@ func TestConfigCommands(t *testing.T) {
 		oneLineError(t, r)
 	})
 
-	cluster := zktest.StartT(t, zktest.Options{Servers: 3, Reconfig: true})
+	cluster := zktest.StartT(t, zktest.Options{Servers: 2, Reconfig: true})
 	all := strings.Join(cluster.Addrs(), ",")
 	super := "--auth=" + zktest.SuperUser + ":" + zktest.SuperPassword
 	config := func(args ...string) configView {
@@ -84,8 +84,8 @@ func TestConfigCommands(t *testing.T) {
 	}
 
 	v := config("config")
-	if len(v.Members) != 3 {
-		t.Fatalf("config: %+v, want 3 members", v)
+	if len(v.Members) != 2 {
+		t.Fatalf("config: %+v, want 2 members", v)
 	}
 	for _, m := range v.Members {
 		if m.Role != "participant" || m.Client != cluster.Addr(int(m.ID-1)) || m.Quorum == "" {
@@ -123,8 +123,8 @@ func TestConfigCommands(t *testing.T) {
 			code int
 			want string
 		}{
-			{[]string{"reconfig", "--remove", "3"}, exitFailure, "not authenticated (only the super user, or a session the ACL of /zookeeper/config lets write, may reconfigure; see --auth)"},
-			{[]string{super, "reconfig", "--remove", "3", "--from-config", "1" + v.Version}, exitFailure, "the configuration is at version " + v.Version + ", not --from-config 1" + v.Version},
+			{[]string{"reconfig", "--remove", "2"}, exitFailure, "not authenticated (only the super user, or a session the ACL of /zookeeper/config lets write, may reconfigure; see --auth)"},
+			{[]string{super, "reconfig", "--remove", "2", "--from-config", "1" + v.Version}, exitFailure, "the configuration is at version " + v.Version + ", not --from-config 1" + v.Version},
 			{[]string{super, "reconfig", "--add", "server.9=127.0.0.1:1:2"}, exitUsage, `server line "server.9=127.0.0.1:1:2" has no client port`},
 			{[]string{super, "reconfig", "--add", "server.x=127.0.0.1:1:2;3"}, exitUsage, `server line "server.x=127.0.0.1:1:2;3": server id`},
 		} {
@@ -158,11 +158,11 @@ func TestConfigCommands(t *testing.T) {
 
 	// Add the new member from the version config printed.
 	added := config(super, "reconfig", "--add", cluster.ServerSpec(i), "--from-config", v.Version)
-	if got := clients(added); len(got) != 4 || got[int64(i+1)] != cluster.Addr(i) || added.Version == v.Version {
+	if got := clients(added); len(got) != 3 || got[int64(i+1)] != cluster.Addr(i) || added.Version == v.Version {
 		t.Fatalf("after adding member %s: %+v (was version %s)", id, added, v.Version)
 	}
-	if w := watched(2); w.Version != added.Version || len(w.Members) != 4 {
-		t.Fatalf("config --watch printed %+v, want version %s with 4 members", w, added.Version)
+	if w := watched(2); w.Version != added.Version || len(w.Members) != 3 {
+		t.Fatalf("config --watch printed %+v, want version %s with 3 members", w, added.Version)
 	}
 
 	// Remove it while connected to it, the answer lost with the
@@ -178,7 +178,7 @@ func TestConfigCommands(t *testing.T) {
 	if !strings.Contains(r.stderr, "connection lost before the answer") {
 		t.Fatalf("the answer was not lost; stderr:\n%s", r.stderr)
 	}
-	if got := clients(removed); len(got) != 3 || got[int64(i+1)] != "" {
+	if got := clients(removed); len(got) != 2 || got[int64(i+1)] != "" {
 		t.Fatalf("after removing member %s: %+v", id, removed)
 	}
 	if now := config("config"); now.Version != removed.Version {

@@ -126,15 +126,22 @@ func (r *runner) supervise(ctx context.Context, c *client, id int, rng *rand.Ran
 	work := func(wctx context.Context) error {
 		g := gen.Load()
 		token, _ := zkrecipes.HeldToken(wctx)
-		// Most runs are short (60 ms to 1.8 s), one in three long (1 to
-		// 8 s), so that faults find a leader at work.
+		// Half the runs are short (60 ms to 1.8 s), half long (1 to 8
+		// s), so that faults find a leader at work.
 		mu.Lock()
-		steps := 3 + rng.IntN(20)
-		if rng.IntN(3) == 0 {
+		steps := 3 + rng.IntN(17)
+		if rng.IntN(2) == 0 {
 			steps = 20 + rng.IntN(80)
 		}
 		mu.Unlock()
-		hd, _ := r.granted(id, g, wk, &grant{op: OpSupervisedRun, mode: Exclusive, token: token, lost: wctx.Done(), fenced: true}, false)
+		hd, empty := r.granted(id, g, wk, &grant{op: OpSupervisedRun, mode: Exclusive, token: token, lost: wctx.Done(), fenced: true}, false)
+		if long := steps >= 20; long && !empty {
+			// A fault aimed at client c may wait for this run (see
+			// runner.awaitHolder): it is c's process at work.
+			r.mu.Lock()
+			r.live[hd.ids[0]] = liveHolding{client: c.id, res: ResSupervised, long: true}
+			r.mu.Unlock()
+		}
 		defer r.released(id, g, hd) // the work returned
 		for range steps {
 			// A fenced write, then 20 to 80 ms of work, while the
