@@ -79,6 +79,12 @@ func configError(what string, err error) error {
 	case errors.Is(err, zkclient.ErrReconfigInProgress):
 		hint = " (another reconfig is under way; try again once it is done)"
 	case errors.Is(err, zkclient.ErrBadArguments):
+		var op *zkclient.OpError
+		if errors.As(err, &op) && op.Err == zkclient.ErrBadArguments {
+			// The server's refusal, not zkclient's check of a line.
+			hint = " (the servers refused the new configuration: it must keep at least 2 participants, and name each server once, with addresses of its own)"
+			break
+		}
 		return withCode(exitUsage, fmt.Errorf("%s: %w", what, err))
 	}
 	return withCode(exitFailure, fmt.Errorf("%s: %w%s", what, err, hint))

@@ -123,7 +123,8 @@ func TestConfigCommands(t *testing.T) {
 			code int
 			want string
 		}{
-			{[]string{"reconfig", "--remove", "2"}, exitFailure, "not authenticated (only the super user, or a session the ACL of /zookeeper/config lets write, may reconfigure; see --auth)"},
+			{[]string{super, "reconfig", "--remove", "2"}, exitFailure, "bad arguments (the servers refused the new configuration: it must keep at least 2 participants"},
+			{[]string{"reconfig", "--add", "server.9=127.0.0.1:1:2;3"}, exitFailure, "not authenticated (only the super user, or a session the ACL of /zookeeper/config lets write, may reconfigure; see --auth)"},
 			{[]string{super, "reconfig", "--remove", "2", "--from-config", "1" + v.Version}, exitFailure, "the configuration is at version " + v.Version + ", not --from-config 1" + v.Version},
 			{[]string{super, "reconfig", "--add", "server.9=127.0.0.1:1:2"}, exitUsage, `server line "server.9=127.0.0.1:1:2" has no client port`},
 			{[]string{super, "reconfig", "--add", "server.x=127.0.0.1:1:2;3"}, exitUsage, `server line "server.x=127.0.0.1:1:2;3": server id`},
