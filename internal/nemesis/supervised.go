@@ -15,9 +15,9 @@ import (
 // The supervised election (issue 25): some clients also run
 // zkrecipes.RunWhileLeader on ResSupervised, whose work is recorded as a
 // holding: granted when the work starts (with HeldToken's token), ended
-// when the work notices its context cancelled (KindLost; KindRelease when
-// the run is stopping) or decides to return, and KindRelease again when
-// it has returned. A work whose context was not yet cancelled counts as
+// when the work notices its context cancelled (KindLost, unless the run is
+// stopping) or returns (KindRelease, which also marks the return). A work
+// whose context was not yet cancelled counts as
 // running, so the exclusion check finds a supervisor that let its work
 // run on after the leadership could have passed to another; twiceCheck
 // finds a supervisor that started the work again before the previous
@@ -142,7 +142,7 @@ func (r *runner) supervise(ctx context.Context, c *client, id int, rng *rand.Ran
 			r.live[hd.ids[0]] = liveHolding{client: c.id, res: ResSupervised, long: true}
 			r.mu.Unlock()
 		}
-		defer r.released(id, g, hd) // the work returned
+		defer r.released(id, g, hd) // the work returns
 		for range steps {
 			// A fenced write, then 20 to 80 ms of work, while the
 			// context lives.
@@ -154,16 +154,13 @@ func (r *runner) supervise(ctx context.Context, c *client, id int, rng *rand.Ran
 			case <-wctx.Done():
 				t.Stop()
 				if ctx.Err() == nil {
-					r.lost(id, g, hd)
-				} else {
-					r.released(id, g, hd)
+					r.lost(id, g, hd) // else the run is stopping: the release at return says it
 				}
 				return wctx.Err()
 			case <-t.C:
 			}
 		}
-		r.released(id, g, hd) // it stops running now, on its own
-		return nil
+		return nil // it stops running on its own: the release at return says it
 	}
 	err := zkrecipes.RunWhileLeader(ctx, newSession, r.o.Base+"/"+ResSupervised, fmt.Sprintf("s%d", c.id), work,
 		zkrecipes.WithRetry(func(error) bool { return true }), zkrecipes.WithGracePeriod(2*time.Second))
