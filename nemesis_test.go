@@ -46,7 +46,11 @@ import (
 //     SharedCount increments (Count, TrySetCount) on clients 1 and 6;
 //   - a Queue (Curator's names): Offer on clients 2 and 5, Take or Poll on
 //     0 and 6; a LockingQueue: Offer on 1 and 3, Take then Consume (or
-//     Release) on 2, 4 and 5.
+//     Release) on 2, 4 and 5;
+//   - clients 0, 2 and 3: a supervised election (RunWhileLeader, issue 25)
+//     on sessions of its own through the client's proxies, expired with
+//     the client's on a forced expiry; its work, fenced, counts as running
+//     until it notices its context cancelled.
 //
 // After the heal: every lock workload acquires again, the Cache's copy
 // becomes the server's tree, each PersistentNode is back with its data, the

@@ -12,25 +12,28 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestMutexAcrossReconfig holds a lock while the ensemble changes under
-// its session: the holder, given only the first member's address and
-// following the configuration, sees a member added and then the member it
-// is connected to removed. Its session moves to a member of the new
-// configuration; the lock stays held throughout (Lost stays open, another
-// contender is refused) and is released normally at the end.
+// TestMutexAcrossReconfig holds a lock while every member of the ensemble
+// is replaced, one by one, by a new server on new addresses (new client
+// ports): a member is added, then an old one removed and stopped, three
+// times. The holder was given only the first member's address and follows
+// the configuration: it learns the others, survives the stop of the member
+// it was given, and ends on a member of the new configuration with the
+// same session. The lock stays held throughout (Lost stays open, the
+// token is unchanged, another contender is refused) and is released
+// normally at the end.
 func TestMutexAcrossReconfig(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a 3-member ensemble")
+		t.Skip("starts a 3-member ensemble and replaces its members")
 	}
 	zktest.SkipOrFail(t, sharedErr)
 	cluster := zktest.StartT(t, zktest.Options{Servers: 3, Reconfig: true})
 	e := newEnvOn(t, cluster.Addrs())
-	ctx := ctxTimeout(t, 2*time.Minute)
+	ctx := ctxTimeout(t, 3*time.Minute)
 	lock := e.path + "/lock"
+	follow := zkrecipes.WithClientOptions(zkclient.WithFollowConfig(), zkclient.WithSessionTimeout(8*time.Second))
 
-	holder := e.sessionOn([]string{cluster.Addr(0)}, zkrecipes.WithClientOptions(
-		zkclient.WithFollowConfig(), zkclient.WithSessionTimeout(8*time.Second)))
-	hc := holder.Client()
+	holder := e.sessionOn([]string{cluster.Addr(0)}, follow)
+	hc, id := holder.Client(), holder.ID()
 	zktest.Eventually(t, 10*time.Second, "the holder learns the members", func() error {
 		if s := hc.Servers(); len(s) != 3 {
 			return fmt.Errorf("servers %v", s)
@@ -45,31 +48,19 @@ func TestMutexAcrossReconfig(t *testing.T) {
 		}
 		return err
 	})
-	other := zkrecipes.NewMutex(e.session(), lock)
+	token := m.Token()
+	other := zkrecipes.NewMutex(e.sessionOn(cluster.Addrs(), follow), lock)
 
-	admin, err := zkclient.Connect(ctx, cluster.Addrs(), zkclient.WithDigestAuth(zktest.SuperUser, zktest.SuperPassword))
+	admin, err := zkclient.Connect(ctx, cluster.Addrs(), zkclient.WithFollowConfig(),
+		zkclient.WithDigestAuth(zktest.SuperUser, zktest.SuperPassword))
 	must(t, err, "connect as the super user")
 	defer admin.Close()
-	// change applies a reconfig and returns the new configuration; a
-	// connection lost before the answer is settled by reading it again.
-	change := func(add []string, remove []int64) zkclient.EnsembleConfig {
+	cfg, err := admin.Config(ctx)
+	must(t, err, "read the config")
+	change := func(add []string, remove []int64) {
 		t.Helper()
-		cfg, err := admin.Config(ctx)
-		must(t, err, "read the config")
-		for {
-			next, err := admin.Reconfig(ctx, add, remove, cfg.Version)
-			if !errors.Is(err, zkclient.ErrConnectionLoss) {
-				must(t, err, "reconfig +%v -%v", add, remove)
-				return next
-			}
-			must(t, admin.WaitConnected(ctx), "reconnect")
-			if admin.Sync(ctx, zkclient.ConfigPath) != nil {
-				continue
-			}
-			if next, err := admin.Config(ctx); err == nil && next.Version != cfg.Version {
-				return next
-			}
-		}
+		cfg, err = zktest.Reconfig(ctx, admin, add, remove, cfg.Version)
+		must(t, err, "reconfig")
 	}
 	stillHeld := func(what string) {
 		t.Helper()
@@ -78,41 +69,47 @@ func TestMutexAcrossReconfig(t *testing.T) {
 			t.Fatalf("%s: the lock was lost", what)
 		default:
 		}
+		if m.Token() != token || holder.ID() != id {
+			t.Fatalf("%s: token %d session 0x%x, was %d 0x%x", what, m.Token(), holder.ID(), token, id)
+		}
 		if err := other.TryLock(ctx); !errors.Is(err, zkrecipes.ErrLocked) {
 			t.Fatalf("%s: another contender's TryLock: %v, want ErrLocked", what, err)
 		}
 	}
+	// follows waits until the holder's list is the configuration's
+	// servers and it is connected to one of them.
+	follows := func(what string) {
+		t.Helper()
+		want := slices.Sorted(slices.Values(cfg.Servers()))
+		zktest.Eventually(t, 20*time.Second, what, func() error {
+			s, on := slices.Sorted(slices.Values(hc.Servers())), hc.Server()
+			if !slices.Equal(s, want) || !slices.Contains(want, on) || hc.State() == zkclient.StateSuspended {
+				return fmt.Errorf("servers %v, on %s (%v); the config has %v", s, on, hc.State(), want)
+			}
+			return nil
+		})
+	}
 
-	i, err := cluster.AddMember(ctx)
-	must(t, err, "add a member")
-	t.Cleanup(func() { cluster.Kill(i) }) // before the leak check, which began with 3 members
-	cfg := change([]string{cluster.ServerSpec(i)}, nil)
-	zktest.Eventually(t, 10*time.Second, "the holder learns the new member", func() error {
-		if !slices.Contains(hc.Servers(), cluster.Addr(i)) {
-			return fmt.Errorf("servers %v", hc.Servers())
-		}
-		return nil
-	})
-	stillHeld("after adding a member")
+	for old := range 3 {
+		i, err := cluster.AddMember(ctx)
+		must(t, err, "add a member")
+		t.Cleanup(func() { cluster.Kill(i) }) // before the leak check, which began with 3 members
+		change([]string{cluster.ServerSpec(i)}, nil)
+		follows(fmt.Sprintf("the holder learns member %d", i+1))
+		stillHeld(fmt.Sprintf("after adding member %d", i+1))
 
-	from := hc.Server()
-	var victim int64 = -1
-	for _, mb := range cfg.Members {
-		if mb.Client == from {
-			victim = mb.ID
+		change(nil, []int64{int64(old + 1)})
+		follows(fmt.Sprintf("the holder forgets member %d", old+1))
+		must(t, cluster.Kill(old), "stop member %d", old+1)
+		stillHeld(fmt.Sprintf("after removing and stopping member %d", old+1))
+	}
+	for _, a := range cluster.Addrs()[:3] {
+		if slices.Contains(cfg.Servers(), a) {
+			t.Fatalf("an old address, %s, is in the final config\n%s", a, cfg.Raw)
 		}
 	}
-	if victim < 0 {
-		t.Fatalf("the holder is on %s, not a member of\n%s", from, cfg.Raw)
-	}
-	cfg = change(nil, []int64{victim})
-	zktest.Eventually(t, 20*time.Second, "the holder moves to a member of the new config", func() error {
-		if s := hc.Server(); s == from || !slices.Contains(cfg.Servers(), s) || hc.State() == zkclient.StateSuspended {
-			return fmt.Errorf("on %s (%v)", s, hc.State())
-		}
-		return nil
-	})
-	stillHeld("after removing the holder's member")
+	// The test's observer, on the old members, follows the ensemble too.
+	must(t, e.admin.c.SetServers(cfg.Servers()), "move the observer")
 
 	must(t, m.Unlock(ctx), "unlock")
 	must(t, other.Lock(ctx), "the other contender locks")

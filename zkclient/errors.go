@@ -31,6 +31,8 @@ const (
 	ErrAuthFailed              Code = Code(jute.ErrAuthFailed)
 	ErrNoWatcher               Code = Code(jute.ErrNoWatcher)
 	ErrReconfigDisabled        Code = Code(jute.ErrReconfigDisabled)
+	ErrNewConfigNoQuorum       Code = -13 // reconfig: a quorum of the new configuration is not connected and synced
+	ErrReconfigInProgress      Code = -14 // reconfig: another reconfig is under way
 	ErrSessionMoved            Code = -118
 	ErrSASLRequired            Code = -124 // the server requires SASL (sessionRequireClientSASLAuth) and closed the connection
 	ErrNotReadOnly             Code = -119
@@ -64,8 +66,8 @@ var codeNames = map[Code]string{
 	-3:                         "data inconsistency",
 	-7:                         "operation timeout",
 	-12:                        "unknown session",
-	-13:                        "new configuration has no quorum",
-	-14:                        "reconfiguration in progress",
+	ErrNewConfigNoQuorum:       "new configuration has no quorum",
+	ErrReconfigInProgress:      "reconfiguration in progress",
 	-120:                       "ephemeral node on a local session",
 	-122:                       "request timeout",
 }

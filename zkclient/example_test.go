@@ -199,6 +199,15 @@ func ExampleClient_Reconfig() {
 	// Add server 4 and remove server 2, only if no one changed the
 	// configuration since it was read.
 	_, err = c.Reconfig(ctx, []string{"server.4=10.0.0.4:2888:3888:participant;10.0.0.4:2181"}, []int64{2}, cfg.Version)
+	if errors.Is(err, zkclient.ErrConnectionLoss) {
+		// The answer was lost with the connection (removing the member
+		// the client is on can do that): ask whether the change applied.
+		now, applied, err := c.Reconfigured(ctx, cfg.Version)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("applied:", applied, "version:", now.Version)
+	}
 	fmt.Println(errors.Is(err, zkclient.ErrReconfigDisabled))
 	// Output:
 	// members: 0 version: 0

@@ -2,6 +2,7 @@ package zkclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -194,7 +195,7 @@ func (c *Client) ConfigW(ctx context.Context) (EnsembleConfig, *Watch, error) {
 // the connection before the answer comes: ErrConnectionLoss then leaves
 // unknown whether the change applied. Once reconnected, Sync and Config
 // tell: a version other than fromVersion means it did (which is why a
-// reconfig should name the version it changes).
+// reconfig should name the version it changes); Reconfigured does that.
 func (c *Client) Reconfig(ctx context.Context, add []string, remove []int64, fromVersion int64) (EnsembleConfig, error) {
 	if err := ctx.Err(); err != nil {
 		return EnsembleConfig{}, err
@@ -228,6 +229,34 @@ func (c *Client) ReconfigMembers(ctx context.Context, members []string, fromVers
 	}
 	return startConfig(c, "reconfig", &jute.Request{Op: jute.OpReconfig,
 		Members: strings.Join(members, ","), ConfigID: fromVersion}).Wait(ctx)
+}
+
+// Reconfigured tells whether a reconfig from version fromVersion applied
+// when its answer was lost: Reconfig or ReconfigMembers failed with
+// ErrConnectionLoss, as it may when the change removes the leader or the
+// member the client is connected to. It waits for the session to be
+// connected again, syncs ConfigPath and reads the configuration; applied
+// is whether its version is no longer fromVersion. A reconfig made by
+// someone else meanwhile also moves the version: applied then means that
+// the configuration is no longer the one the change was meant for, and cfg
+// says what it is. A connection lost during the check is waited out;
+// other errors, and ctx's end, are returned.
+func (c *Client) Reconfigured(ctx context.Context, fromVersion int64) (cfg EnsembleConfig, applied bool, err error) {
+	for {
+		if err := c.WaitConnected(ctx); err != nil {
+			return EnsembleConfig{}, false, err
+		}
+		err := c.Sync(ctx, ConfigPath)
+		if err == nil {
+			cfg, err = c.Config(ctx)
+		}
+		switch {
+		case err == nil:
+			return cfg, cfg.Version != fromVersion, nil
+		case !errors.Is(err, ErrConnectionLoss) || ctx.Err() != nil:
+			return EnsembleConfig{}, false, err
+		}
+	}
 }
 
 // checkSpecs checks that each server line parses, so that a typo fails

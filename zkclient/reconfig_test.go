@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,7 +148,7 @@ func TestReconfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		next, err := reconfig(ctx, admin, []string{cluster.ServerSpec(i)}, nil, cfg.Version)
+		next, err := zktest.Reconfig(ctx, admin, []string{cluster.ServerSpec(i)}, nil, cfg.Version)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +184,7 @@ func TestReconfig(t *testing.T) {
 		if victim < 0 {
 			t.Fatalf("connected to %s, not a member of\n%s", from, cfg.Raw)
 		}
-		next, err := reconfig(ctx, admin, nil, []int64{victim}, cfg.Version)
+		next, err := zktest.Reconfig(ctx, admin, nil, []int64{victim}, cfg.Version)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,25 +204,44 @@ func TestReconfig(t *testing.T) {
 	})
 }
 
-// reconfig is Reconfig made sure, as a careful caller writes it: when the
-// connection drops before the answer (removing the leader, or the
-// member the client is on, restarts the servers' client service), the
-// configuration, read again once synced, tells whether it applied; a
-// version that moved on from from means it did.
-func reconfig(ctx context.Context, c *zkclient.Client, add []string, remove []int64, from int64) (zkclient.EnsembleConfig, error) {
-	for {
-		cfg, err := c.Reconfig(ctx, add, remove, from)
-		if !errors.Is(err, zkclient.ErrConnectionLoss) {
-			return cfg, err
+// TestHostNameResolvedOnReconnect connects by a host name ("localhost"),
+// through a proxy that cuts the connection: each connection attempt,
+// the reconnection included, hands the name to the dialer, which resolves
+// it then (so a member that moved to a new address is found), and the
+// client reports the server by the name it was given.
+func TestHostNameResolvedOnReconnect(t *testing.T) {
+	e := newEnv(t)
+	px := e.proxy()
+	_, port, err := net.SplitHostPort(px.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := net.JoinHostPort("localhost", port)
+	var mu sync.Mutex
+	var dialed []string
+	c := e.connectTo(name, zkclient.WithObserver(&zkclient.Observer{Dial: func(ev zkclient.ConnEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Err == nil {
+			dialed = append(dialed, ev.Server)
 		}
-		if err := c.WaitConnected(ctx); err != nil {
-			return cfg, err
-		}
-		if err := c.Sync(ctx, zkclient.ConfigPath); err != nil {
-			continue
-		}
-		if cfg, err := c.Config(ctx); err == nil && cfg.Version != from {
-			return cfg, nil
-		}
+	}}))
+	defer c.Close()
+	id := c.SessionID()
+	states := c.States()
+	defer states.Close()
+	px.Cut()
+	waitState(t, states, zkclient.StateSuspended)
+	waitState(t, states, zkclient.StateReconnected)
+	if err := c.Sync(e.ctx, "/"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(dialed) < 2 || slices.ContainsFunc(dialed, func(s string) bool { return s != name }) {
+		t.Fatalf("dialed %q, want %s at each connection", dialed, name)
+	}
+	if c.Server() != name || c.SessionID() != id {
+		t.Fatalf("on %s with session 0x%x, want %s and 0x%x", c.Server(), c.SessionID(), name, id)
 	}
 }

@@ -2,7 +2,8 @@
 // what the recipes do on the wire: it runs a command while holding a lock,
 // only while leader, or as a member of a group or a registered service
 // instance; it lists groups and services, shows the queue behind a lock or
-// an election, follows a subtree's changes, reads and writes nodes, runs the
+// an election, follows a subtree's changes, reads and writes nodes, shows and
+// changes the ensemble's membership (zkr config, zkr reconfig), runs the
 // embedded ZooKeeper-compatible server, measures the recipes against
 // hand-rolled ones (zkr demo) and a lock's throughput and handoff time
 // beside the least a handoff can cost on a server (zkr bench), and says

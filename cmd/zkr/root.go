@@ -150,6 +150,8 @@ session and granted the lock to someone else.
 		a.newWhoAmICmd(),
 		a.newSyncCmd(),
 		a.newCountCmd(),
+		a.newConfigCmd(),
+		a.newReconfigCmd(),
 		a.newEphemeralsCmd(),
 		a.newExportCmd(),
 		a.newImportCmd(),

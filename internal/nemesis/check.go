@@ -136,6 +136,7 @@ func Check(events []Event, cfg Config) Report {
 	r.Violations = append(r.Violations, pv...)
 	r.Counts.ProgressMax = pmax
 	r.Violations = append(r.Violations, leftovers(events)...)
+	r.Violations = append(r.Violations, twiceCheck(events)...)
 	r.Violations = append(r.Violations, errorKindsOf(events)...)
 	cv, cc := cacheCheck(events, cfg)
 	r.Violations = append(r.Violations, cv...)

@@ -105,6 +105,13 @@
 //     consumers on one item at once (unless the first saw Lost close), and
 //     after a failed take or consume the orphan check finds a lock its
 //     session kept.
+//   - Supervised election. Three strict clients also run RunWhileLeader
+//     on sessions of its own (supervised.go); each run of its work is a
+//     holding from its start to the moment it notices its context
+//     cancelled, so Exclusion finds work still running after the
+//     leadership could have passed to another, and Tokens and Register
+//     apply to its token. Twice: one supervisor never starts its work
+//     before the previous run returned.
 //
 // On a violation, Timeline shows the events around it.
 package nemesis

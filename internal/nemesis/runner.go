@@ -124,6 +124,8 @@ type runner struct {
 	live      map[int32]liveHolding
 	workloads []workloadKey
 	acquired  map[workloadKey]bool // a non-empty grant since the last mark
+
+	sup supervisors // the supervised election's (supervised.go)
 }
 
 type liveHolding struct {
@@ -337,6 +339,7 @@ func (r *runner) startWorkloads(ctx context.Context) {
 			go w.run(ctx)
 		}
 	}
+	r.startSupervised(ctx)
 	rng := func(c, i int) *rand.Rand { return rand.New(rand.NewPCG(r.o.Seed, uint64(c)<<8|uint64(0x80+i))) }
 	if writer >= 0 {
 		r.workers.Add(2)
@@ -617,7 +620,7 @@ func (r *runner) apply(ctx context.Context, i int, f Fault) error {
 		id, pw := ref.s.Credentials()
 		r.h.Record(Event{Kind: KindForcedExpiry, Client: f.Client, Gen: ref.gen, Session: id})
 		start("client %d: session 0x%x (generation %d) expired on purpose", f.Client, id, ref.gen)
-		end = r.expire(ctx, id, pw)
+		end = r.expire(ctx, id, pw) + r.expireSupervisor(ctx, f.Client)
 		sleep(ctx, 500*time.Millisecond)
 	case SlowThenStall:
 		start("client %d: every link delayed %v each way for %v, then its member stalled for %v", f.Client, f.Delay, f.Lead, f.Duration)
@@ -835,7 +838,7 @@ func (r *runner) leftover() func(p string, st zkclient.Stat) bool {
 // dirs returns the recipes' directories under Base.
 func (r *runner) dirs() map[string]bool {
 	d := map[string]bool{}
-	for _, res := range []string{ResMutex, ResLockA, ResLockB, ResRW, ResElection, ResSemaphore, ResNode, ResPromote, ResQueue, ResLQueue} {
+	for _, res := range []string{ResMutex, ResLockA, ResLockB, ResRW, ResElection, ResSemaphore, ResNode, ResPromote, ResQueue, ResLQueue, ResSupervised} {
 		d[r.o.Base+"/"+res] = true
 	}
 	d[r.o.Base+"/"+ResSemaphore+"/locks"] = true
