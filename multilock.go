@@ -148,8 +148,10 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 }
 
 // Lost returns a channel that is closed when the holding is void: when any
-// of the locks is lost (see Mutex.Lost), or by Unlock. When the locks are
-// not held it returns a closed channel.
+// of the locks is lost (see Mutex.Lost), or by Unlock. A lock lost while
+// Lock waited for a later one (its node deleted, its session ending or
+// closing) is void when Lock returns: Lost is closed already. When the
+// locks are not held it returns a closed channel.
 func (m *MultiLock) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -173,9 +175,22 @@ func (m *MultiLock) Token(path string) int64 {
 
 // anyClosed returns a channel closed as soon as any of chs is closed, or
 // when stop is called; stop also ends the goroutines (one per channel)
-// that watch them, and is idempotent.
+// that watch them, and is idempotent. If one of chs is closed already, so
+// is the channel returned: a lock lost while the MultiLock waited for a
+// later one (a node deleted, or every holding voided when the session
+// ends or its Close begins, which a grant can outrun) is lost when Lock
+// returns, as a Mutex's holding void at its grant is, not a moment later,
+// when a goroutine has run.
 func anyClosed(chs []<-chan struct{}) (lost chan struct{}, stop func()) {
 	lost = make(chan struct{})
+	for _, ch := range chs {
+		select {
+		case <-ch:
+			close(lost)
+			return lost, func() {}
+		default:
+		}
+	}
 	quit := make(chan struct{})
 	var closeLost, closeQuit sync.Once
 	var wg sync.WaitGroup

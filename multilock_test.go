@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -232,6 +233,54 @@ func TestMultiLockLoss(t *testing.T) {
 	must(t, d.Unlock(ctx), "d: Unlock")
 	e.empty(p0)
 	e.empty(p1)
+}
+
+// TestMultiLockLostWhileWaiting: a lock a MultiLock took is lost (another
+// client deletes its node) while the MultiLock waits for its next path.
+// When Lock then returns, its Lost is closed already, as a Mutex's is when
+// its holding is void at its grant: a caller that looks at Lost right after
+// Lock must not take a lost lock for a live one. The fault suite found it
+// (seed 247421059463653): a MultiLock whose session's Close had begun while
+// it waited was granted its last path; its first holding was void, yet its
+// Lost was still open when Lock returned, and its fenced write went out.
+//
+// Fails if the MultiLock's Lost is closed only after Lock returns (by a
+// goroutine watching its Mutexes'): Lock's goroutine looks at Lost before
+// it can yield to another, GOMAXPROCS being 1 meanwhile.
+func TestMultiLockLostWhileWaiting(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, time.Minute)
+	p0, p1 := e.path+"/p0", e.path+"/p1"
+	blocker := zkrecipes.NewMutex(e.session(), p1)
+	must(t, blocker.Lock(ctx), "blocker: Lock")
+	m := zkrecipes.NewMultiLock(e.session(), []string{p0, p1})
+	done := async(func() error { return lockLost(ctx, m) })
+	e.waitFor("m to hold p0 and queue on p1", func() bool { return len(e.children(p0)) == 1 && len(e.children(p1)) == 2 })
+	must(t, e.admin.Delete(p0+"/"+e.children(p0)[0], -1), "delete m's node on p0")
+	closed(t, zkrecipes.MultiLockMutex(m, p0).Lost(), "Lost of m's Mutex on p0 after its node was deleted")
+	procs := runtime.GOMAXPROCS(1)
+	must(t, blocker.Unlock(ctx), "blocker: Unlock")
+	err := result(t, done, "m's Lock")
+	runtime.GOMAXPROCS(procs)
+	must(t, err, "m: Lock after p1 was let go")
+	must(t, m.Unlock(ctx), "m: Unlock")
+	e.empty(p0)
+	e.empty(p1)
+}
+
+// lockLost locks m and, if it then holds, fails unless its Lost is closed
+// already, with no chance for another goroutine to run in between: for
+// tests in which one of m's locks was lost while it waited.
+func lockLost(ctx context.Context, m *zkrecipes.MultiLock) error {
+	if err := m.Lock(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-m.Lost():
+		return nil
+	default:
+		return errors.New("Lock returned holding a lock lost while it waited, and Lost is open")
+	}
 }
 
 // TestMultiLockInterop runs Curator's InterProcessMultiLock and zkrecipes'
