@@ -154,6 +154,7 @@ session and granted the lock to someone else.
 		a.newExportCmd(),
 		a.newImportCmd(),
 		a.newDiffCmd(),
+		a.newConsoleCmd(),
 		a.newVersionCmd(),
 	)
 	// --version by hand: cobra's Version field prints through a text
