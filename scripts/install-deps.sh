@@ -3,7 +3,7 @@
 # Apache ZooKeeper 3.8 (real server for the tests), Curator's recipes and
 # service discovery (Java interop tests), kazoo (Python interop tests), a JDK
 # (javac), MIT Kerberos (a KDC for the Kerberos tests) and PostgreSQL (the
-# fencing adapters' tests).
+# fencing adapters' tests), Chromium (zkr console's browser tests).
 set -euo pipefail
 
 need=()
@@ -25,6 +25,9 @@ command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 # PostgreSQL, for fencing/sqltest: its tests run initdb and postgres
 # themselves, from /usr/lib/postgresql/<major>/bin, as the postgres user.
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql)
+# Chromium, headless, for zkr console's browser tests (cmd/zkr, driven with
+# chromedp, which never downloads a browser of its own).
+[ -x /usr/bin/chromium ] || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then
 	echo "install-deps: everything is installed"
