@@ -24,28 +24,47 @@ func (a *app) newConsoleCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "console",
 		Short: "Serve a web page that shows the tree and the recipes under a path, live",
-		Long: `Serve, on --addr, a web page that browses ZooKeeper: the tree (children listed
-page by page, with a filter, so that a node of 100,000 children stays usable;
-data as text, JSON or hex; stat; ACL), the recipes under a path (every lock,
-read/write lock and election, as zkr inspect sees them: who holds or leads,
-who waits for whom, drawn as a chain, with sessions, ages, ids, and orphaned
-nodes flagged), and the ensemble's health (each server's mode, latency,
-outstanding requests, znode and watch counts, connected sessions).
+		Long: `Serve, on --addr, a web page that browses ZooKeeper and the recipes in it,
+live, from a browser on this machine. It has three views of the subtree
+chosen at the top of the page (/ by default):
 
-The page follows the subtree it shows over one persistent recursive watch
-(ZooKeeper 3.6 or later), and updates within a second of a change. Its
-assets are in the zkr binary: it loads nothing from elsewhere.
+  Tree      the nodes, each node's children listed page by page, sorted,
+            with a filter that the server applies, so a node of 100,000
+            children stays usable (the page draws only the rows in view);
+            child counts; a node's data as text, JSON or hex; its stat and
+            ACL.
+  Recipes   every lock, read/write lock and election under the subtree (zkr's,
+            Curator's and kazoo's, as zkr inspect recognises them): who holds
+            or leads, who waits, and whom each waiter watches, drawn as a
+            chain; each contender's id (its node's data), session and age; a
+            node whose session is connected to no server (the "cons"
+            four-letter word) flagged as an orphan.
+  Ensemble  each server of --servers: mode, latency, outstanding requests,
+            znode and watch counts (srvr, mntr), with sparklines of the last
+            two minutes; the connected sessions (cons).
 
-The console is read-only unless --allow-writes is given; writes (create,
-set, delete) then need the token zkr prints when it starts, which the
-printed address carries in its #fragment (the page sends it in a header,
-never in a URL), and are refused from other sites. Deleting a node with
-its children needs its path typed again.
+The page follows its subtree over one persistent recursive watch (a Cache,
+ZooKeeper 3.6 or later), shared by every page that shows the same subtree,
+and updates within a second of a change, pushed as server-sent events.
+Its assets are in the zkr binary: it loads nothing from elsewhere, and its
+Content-Security-Policy lets it run no script but its own. A page address
+can name the view and the subtree: /?view=recipes&path=/locks.
+
+The console is read-only unless --allow-writes is given. Writes (create,
+set, delete) then need the token zkr prints when it starts: the printed
+address carries it in its #fragment, which the browser never sends; the
+page keeps it for the tab and sends it in a header. A write from another
+site's page (a form post, a fetch) is refused, and deleting a node with its
+children needs its path typed again. The console's own session creates no
+ephemeral nodes.
 
 --addr must be a loopback address unless --public is given; a public
-console needs the token for every request, reads included. Serve it
-behind TLS (a reverse proxy) if it leaves the machine: the token and the
-data cross the network in the clear otherwise.`,
+console needs the token for every request, reads included. It speaks plain
+HTTP: put it behind a TLS proxy if it leaves the machine. It runs until
+interrupted, or until its ZooKeeper session ends (exit status 1).
+JSON API (the page's): /api/children, /api/node, /api/recipes,
+/api/health, /api/events (GET, ?path=...), /api/create, /api/set,
+/api/delete (POST, JSON, with the token).`,
 		Example: `  zkr console
   zkr console --addr 127.0.0.1:9000 --allow-writes
   zkr --servers zk1:2181,zk2:2181/app console`,
