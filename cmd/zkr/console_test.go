@@ -265,3 +265,16 @@ func TestConsoleEvents(t *testing.T) {
 		t.Fatalf("after a set: %q", e)
 	}
 }
+
+// TestCompletion: zkr completion writes a shell's completion script, and
+// the script's helper completes zkr's commands (console among them).
+func TestCompletion(t *testing.T) {
+	r := zkr(t, "completion", "bash")
+	if r.code != 0 || !strings.Contains(r.stdout, "__start_zkr") {
+		t.Fatalf("completion bash: exit %d, stderr %q, stdout starts %.80q", r.code, r.stderr, r.stdout)
+	}
+	r = zkr(t, "__complete", "cons")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "console\t") {
+		t.Errorf("completing \"cons\": exit %d, stdout %q", r.code, r.stdout)
+	}
+}

@@ -108,7 +108,7 @@ session and granted the lock to someone else.
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetIn(a.stdin)
-	root.CompletionOptions.DisableDefaultCmd = true
+	// cobra's completion command stays on: zkr completion bash|zsh|fish|powershell.
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usagef("%w", err) })
 
 	f := root.PersistentFlags()
