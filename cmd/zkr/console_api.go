@@ -358,7 +358,7 @@ func (c *console) liveSessions(ctx context.Context) (map[int64]bool, error) {
 
 // seqName matches a sequential node's name: the ten digits ZooKeeper
 // appends. It only chooses which nodes to ask Inspect about.
-var seqName = regexp.MustCompile(`\d{10}$`)
+var seqName = regexp.MustCompile(`(\d{10}|-\d{9})$`)
 
 // maxLines is the most lines the recipes view inspects at once.
 const maxLines = 200

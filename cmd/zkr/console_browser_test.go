@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -331,6 +332,18 @@ func TestConsoleBrowser(t *testing.T) {
 	tb.waitJS(10*time.Second, "the data as hex", `document.getElementById("nodedata").textContent.slice(0, 20)`, "00000000  7b 22 72 6")
 	tb.shot("tree-hex")
 
+	// A write from the page: the token comes in the address's fragment,
+	// which the page takes out of the address bar.
+	cfg := base + "/config/app.json"
+	tb.do(chromedp.Navigate(tc.srv.URL + "/?path=" + url.QueryEscape(cfg) + "#token=" + tc.opts.Token))
+	tb.waitJS(10*time.Second, "the node to change", `(document.querySelector("#details h2")||{}).textContent`, cfg)
+	if h := tb.eval(`location.hash`); h != "" {
+		t.Errorf("the token stays in the address bar: %q", h)
+	}
+	tb.do(chromedp.SetValue(chromedp.CSS("#setdata"), `{"replicas": 5}`), chromedp.Click(chromedp.CSS("#setbtn")))
+	eventually(t, 10*time.Second, "the page's write", func() bool { return nodeData(t, tc.s, cfg) == `{"replicas": 5}` })
+	tb.waitJS(10*time.Second, "the written data on the page", `document.getElementById("nodedata").textContent`, `{"replicas": 5}`)
+
 	// The ensemble.
 	tb.do(chromedp.Navigate(tc.srv.URL + "/?view=health&path=" + url.QueryEscape(base)))
 	tb.waitJS(10*time.Second, "the ensemble view", `[...document.querySelectorAll("#members tbody tr td:nth-child(2)")].map((e) => e.textContent).join(",")`, "standalone")
@@ -390,4 +403,86 @@ func sortBySeq(names []string) []string {
 		}
 	}
 	return out
+}
+
+// TestConsoleBrowserBigTree: a node of 100,000 children stays usable: the
+// page holds only the rows in view, scrolls to the last child and to the
+// middle, and the server-side filter narrows the listing.
+//
+// Making and deleting 100,000 nodes takes ZooKeeper tens of seconds, more
+// than the suite's budget: the test runs only with ZKR_CONSOLE_BIG=1.
+func TestConsoleBrowserBigTree(t *testing.T) {
+	if os.Getenv("ZKR_CONSOLE_BIG") != "1" {
+		t.Skip("100,000 nodes: set ZKR_CONSOLE_BIG=1 to run")
+	}
+	const n = 100_000
+	tc := newTestConsole(t, consoleOptions{})
+	tb := newTab(t)
+	base := testPath(t, "big")
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(60*time.Second))
+	defer cancel()
+	mkNode(t, tc.s, base, "")
+	start := time.Now()
+	t.Cleanup(func() { // before mkNode's: the children, in transactions
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(60*time.Second))
+		defer cancel()
+		inBatches(ctx, t, tc.s, n, func(j int) zkclient.Op { return tc.s.Client().DeleteOp(fmt.Sprintf("%s/n%05d", base, j), -1) })
+		t.Logf("%d children deleted in %v", n, time.Since(start))
+	})
+	acl := zkclient.WorldACL(zkclient.PermAll)
+	inBatches(ctx, t, tc.s, n, func(j int) zkclient.Op {
+		return tc.s.Client().CreateOp(fmt.Sprintf("%s/n%05d", base, j), nil, zkclient.Persistent, acl)
+	})
+	t.Logf("%d children made in %v", n, time.Since(start))
+
+	start = time.Now()
+	tb.do(chromedp.Navigate(tc.srv.URL + "/?path=" + url.QueryEscape(base)))
+	tb.waitJS(20*time.Second, "the count", `document.getElementById("treecount").textContent`, "100,000 children")
+	rows := tb.eval(`String(document.querySelectorAll("#tree .row").length)`)
+	if r, _ := strconv.Atoi(rows); r == 0 || r > 100 {
+		t.Errorf("%s rows in the document, want the ones in view only", rows)
+	}
+	tb.shot("tree-100k")
+	lastRow := `(() => { const r = [...document.querySelectorAll("#tree .row:not(.loading)")].map((e) => e.dataset.path); return r[r.length - 1] || ""; })()`
+	tb.eval(`(() => { const e = document.getElementById("tree"); e.scrollTop = e.scrollHeight; return ""; })()`)
+	tb.waitJS(20*time.Second, "the last child after scrolling to the end", lastRow, base+"/n99999")
+	tb.eval(`(() => { const e = document.getElementById("tree"); e.scrollTop = 50000 * 22; return ""; })()`)
+	tb.waitJS(20*time.Second, "the middle after scrolling to it",
+		`String([...document.querySelectorAll("#tree .row")].some((r) => r.dataset.path === `+strconv.Quote(base+"/n50000")+`))`, "true")
+	tb.shot("tree-100k-middle")
+	tb.do(chromedp.SendKeys(chromedp.CSS("#filter"), "n9999"))
+	tb.waitJS(20*time.Second, "the filter", `document.getElementById("treecount").textContent`, "10 of 100,000 children")
+	tb.shot("tree-100k-filtered")
+	t.Logf("the page's part took %v", time.Since(start))
+}
+
+// inBatches runs op(0) to op(n-1) in transactions of 1,000, four at a
+// time.
+func inBatches(ctx context.Context, t *testing.T, s *zkrecipes.Session, n int, op func(int) zkclient.Op) {
+	t.Helper()
+	const batch = 1000
+	sem := make(chan struct{}, 4)
+	errs := make(chan error, n/batch+1)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i += batch {
+		ops := make([]zkclient.Op, 0, batch)
+		for j := i; j < min(i+batch, n); j++ {
+			ops = append(ops, op(j))
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if _, err := s.Multi(ctx, ops...); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("a transaction of %d: %v", batch, err)
+	}
 }

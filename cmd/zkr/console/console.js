@@ -263,7 +263,7 @@ function draw() {
   if (sel && sel.total !== null) {
     $("treecount").textContent = sel.filter
       ? `${sel.total.toLocaleString()} of ${(sel.all || 0).toLocaleString()} children`
-      : `${sel.total.toLocaleString()} children`;
+      : `${sel.total.toLocaleString()} ${sel.total === 1 ? "child" : "children"}`;
   } else $("treecount").textContent = "";
 }
 
@@ -333,12 +333,12 @@ async function showDetails() {
   const acl = el("table", {});
   acl.append(el("tr", {}, el("th", {}, "scheme"), el("th", {}, "id"), el("th", {}, "perms")));
   for (const a of v.acl || []) acl.append(el("tr", {}, el("td", {}, a.scheme), el("td", { class: "mono" }, a.id), el("td", { class: "mono" }, a.perms)));
-  box.replaceChildren(
+  box.replaceChildren(...[
     el("h2", {}, path), tabs, pre,
     el("h3", {}, "Stat"), stat,
     el("h3", {}, "ACL"), v.acl_error ? el("p", { class: "err" }, v.acl_error) : acl,
     state.info && state.info.writes ? writeForms(v) : null,
-  );
+  ].filter(Boolean));
 }
 
 function writeForms(v) {
