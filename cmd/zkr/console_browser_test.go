@@ -185,6 +185,14 @@ func (tb *tab) waitJS(d time.Duration, what, js, want string) time.Duration {
 	}
 }
 
+// click clicks the element sel selects, in one step of the page's own
+// (the tree draws its rows again as the listing changes, so a node found
+// by one protocol call may be gone by the next).
+func (tb *tab) click(sel string) {
+	tb.t.Helper()
+	tb.waitJS(10*time.Second, "clicking "+sel, `(() => { const e = document.querySelector(`+strconv.Quote(sel)+`); if (!e) return "absent"; e.click(); return "clicked"; })()`, "clicked")
+}
+
 // shot writes a screenshot of the page as name.png into $ZKR_CONSOLE_SHOTS,
 // if set.
 func (tb *tab) shot(name string) {
@@ -315,15 +323,22 @@ func TestConsoleBrowser(t *testing.T) {
 	if err := <-cs[1].done; err != nil {
 		t.Fatalf("the first waiter's Lock: %v", err)
 	}
+	// The last waiter's session expires: its node goes with it.
+	id, pw := cs[3].s.Credentials()
+	if err := zktest.ExpireSession(ctx, addr, id, pw); err != nil {
+		t.Fatal(err)
+	}
+	took = tb.waitJS(time.Second, "a waiter's session expiring", chainJS(lockPath), chain([]string{nodes[1]}))
+	t.Logf("a session expiring reached the page in %v", took)
 	tb.shot("recipes-after-release")
 
 	// The tree, and a node's data as JSON and hex.
 	tb.do(chromedp.Navigate(tc.srv.URL + "/?path=" + url.QueryEscape(base)))
 	tb.waitJS(10*time.Second, "the tree's first level", `[...document.querySelectorAll("#tree .row")].map((r) => r.dataset.path).join(" ")`,
 		base+" "+base+"/config "+base+"/locks")
-	tb.do(chromedp.Click(chromedp.CSS(`#tree .row[data-path="` + base + `/config"] .tog`)))
+	tb.click(`#tree .row[data-path="` + base + `/config"] .tog`)
 	tb.waitJS(10*time.Second, "config expanded", `String(!!document.querySelector('#tree .row[data-path="`+base+`/config/app.json"]'))`, "true")
-	tb.do(chromedp.Click(chromedp.CSS(`#tree .row[data-path="` + base + `/config/app.json"]`)))
+	tb.click(`#tree .row[data-path="` + base + `/config/app.json"]`)
 	tb.waitJS(10*time.Second, "the node's data", `(document.querySelector("#details h2")||{}).textContent`, base+"/config/app.json")
 	tb.do(chromedp.Click(`//div[@class="dtabs"]/button[text()="JSON"]`))
 	tb.waitJS(10*time.Second, "the data as JSON", `document.getElementById("nodedata").textContent.split("\n")[1]`, `  "replicas": 3,`)
@@ -340,7 +355,9 @@ func TestConsoleBrowser(t *testing.T) {
 	if h := tb.eval(`location.hash`); h != "" {
 		t.Errorf("the token stays in the address bar: %q", h)
 	}
-	tb.do(chromedp.SetValue(chromedp.CSS("#setdata"), `{"replicas": 5}`), chromedp.Click(chromedp.CSS("#setbtn")))
+	tb.waitJS(10*time.Second, "the event stream", `document.getElementById("live").dataset.state`, "live")
+	tb.eval(`(() => { document.getElementById("setdata").value = '{"replicas": 5}'; return ""; })()`)
+	tb.click("#setbtn")
 	eventually(t, 10*time.Second, "the page's write", func() bool { return nodeData(t, tc.s, cfg) == `{"replicas": 5}` })
 	tb.waitJS(10*time.Second, "the written data on the page", `document.getElementById("nodedata").textContent`, `{"replicas": 5}`)
 
@@ -389,6 +406,36 @@ func TestConsoleBrowserXSS(t *testing.T) {
 	if pwned != "undefined,0" {
 		t.Errorf("the page ran or made what node data or names hold: window.__pwned, elements = %s", pwned)
 	}
+}
+
+// TestConsoleBrowserOrphan: a contender whose session is connected to no
+// server (its client cut off, the session not yet expired) is flagged.
+func TestConsoleBrowserOrphan(t *testing.T) {
+	addr := servers(t)
+	tc := newTestConsole(t, consoleOptions{})
+	tb := newTab(t)
+	proxy := zktest.NewProxyT(t, addr)
+	lockPath := testPath(t, "lock")
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
+	defer cancel()
+	s, err := zkrecipes.NewSession(ctx, []string{proxy.Addr()}, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(30*time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		proxy.Refuse(false)
+		s.Close()
+		tc.s.DeleteTree(context.Background(), lockPath)
+	})
+	if err := zkrecipes.NewMutex(s, lockPath, zkrecipes.WithNodeData([]byte("cut-off"))).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Refuse(true)
+	proxy.Cut()
+	tb.do(chromedp.Navigate(tc.srv.URL + "/?view=recipes&path=" + url.QueryEscape(lockPath)))
+	tb.waitJS(10*time.Second, "the orphan flagged",
+		`[...document.querySelectorAll("#recipes li")].map((li) => li.dataset.state + (li.dataset.orphan ? " orphan" : "")).join(",")`, "holds orphan")
+	tb.shot("recipes-orphan")
 }
 
 // sortBySeq sorts sequential node names by their sequence number.

@@ -314,6 +314,11 @@ async function showDetails() {
     return;
   }
   if (path !== state.selected) return;
+  // An edit in progress survives the node's refresh, with the version it
+  // started from: saving it over a newer version fails, and says so.
+  const old = $("setdata");
+  const carry = old && old.dataset.path === path && old.value !== old.dataset.orig
+    ? { value: old.value, orig: old.dataset.orig, version: Number(old.dataset.version) } : null;
   const pre = el("pre", { class: "data", id: "nodedata" }, dataText(v));
   const tabs = el("div", { class: "dtabs" });
   for (const m of ["text", "json", "hex"]) {
@@ -337,14 +342,16 @@ async function showDetails() {
     el("h2", {}, path), tabs, pre,
     el("h3", {}, "Stat"), stat,
     el("h3", {}, "ACL"), v.acl_error ? el("p", { class: "err" }, v.acl_error) : acl,
-    state.info && state.info.writes ? writeForms(v) : null,
+    state.info && state.info.writes ? writeForms(v, carry) : null,
   ].filter(Boolean));
 }
 
-function writeForms(v) {
+function writeForms(v, carry) {
   const path = v.path;
-  const data = el("textarea", { id: "setdata" });
-  data.value = v.data === undefined ? "" : v.data;
+  const orig = carry ? carry.orig : (v.data === undefined ? "" : v.data);
+  const version = carry ? carry.version : v.version;
+  const data = el("textarea", { id: "setdata", "data-path": path, "data-orig": orig, "data-version": version });
+  data.value = carry ? carry.value : orig;
   const childName = el("input", { id: "childname", placeholder: "name" });
   const childData = el("input", { id: "childdata", placeholder: "data" });
   const mode = el("select", { id: "childmode" }, el("option", {}, "persistent"), el("option", {}, "sequential"), el("option", {}, "container"));
@@ -357,8 +364,12 @@ function writeForms(v) {
     el("h3", {}, "Change"),
     el("div", {}, data, el("button", {
       type: "button", id: "setbtn", disabled: v.data === undefined,
-      onclick: act(async () => { await post("set", { path, data: data.value, version: v.version }); showDetails(); }),
-    }, "Save data (version " + v.version + ")")),
+      onclick: act(async () => {
+        await post("set", { path, data: data.value, version });
+        data.dataset.orig = data.value; // saved: no longer an edit
+        showDetails();
+      }),
+    }, "Save data (version " + version + ")")),
     el("div", {}, "New child ", childName, " ", childData, " ", mode, " ", el("button", {
       type: "button", id: "createbtn",
       onclick: act(async () => {
@@ -683,6 +694,9 @@ async function start() {
   });
   setInterval(tickAges, 1000);
   setInterval(() => { if (state.view === "health") loadHealth(); }, 2000);
+  // A session cut off changes no node: read the recipes again now and then,
+  // for orphans.
+  setInterval(() => { if (state.view === "recipes" && !document.hidden) loadRecipes(); }, 5000);
 
   const q = new URLSearchParams(location.search);
   const v = q.get("view");
