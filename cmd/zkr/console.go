@@ -46,6 +46,9 @@ chosen at the top of the page (/ by default):
 The page follows its subtree over one persistent recursive watch (a Cache,
 ZooKeeper 3.6 or later), shared by every page that shows the same subtree,
 and updates within a second of a change, pushed as server-sent events.
+That watch keeps a copy of the subtree (its nodes' data and stats) in zkr's
+memory, read once when a page first shows it (about two requests a node):
+show the subtree you look at, not / of a tree of millions of nodes.
 Its assets are in the zkr binary: it loads nothing from elsewhere, and its
 Content-Security-Policy lets it run no script but its own. A page address
 can name the view and the subtree: /?view=recipes&path=/locks.
