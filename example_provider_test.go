@@ -51,6 +51,36 @@ func ExampleDiscovery_Provider() {
 	// 2 usable
 }
 
+// A ServiceCache follows a service's instances without a request per
+// read; Stale tells whether the copy is within its bound (see
+// ServiceCache), as a Provider checks before each pick.
+func ExampleDiscovery_ServiceCache() {
+	ctx, s, done := exampleSession()
+	defer done()
+	d := zkrecipes.NewDiscovery(s, "/services")
+	c, err := d.ServiceCache(ctx, "worker")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	changed := c.Changed()
+	if _, err := d.Register(ctx, zkrecipes.ServiceInstance{Name: "worker", ID: "w1", Address: "10.0.0.2", Port: 9000}); err != nil {
+		log.Fatal(err)
+	}
+	<-changed // the registration reached the copy
+	for _, in := range c.Instances() {
+		fmt.Println(in.ID, in.Address, in.Port)
+	}
+	if err := c.Stale(); err != nil {
+		fmt.Println("stale:", err)
+	} else {
+		fmt.Println("within the bound")
+	}
+	// Output:
+	// w1 10.0.0.2 9000
+	// within the bound
+}
+
 // A ServiceTransport sends requests for zk://<service>/... to the
 // service's instances.
 func ExampleServiceTransport() {

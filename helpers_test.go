@@ -57,7 +57,7 @@ func newEnvOn(t *testing.T, servers []string) *env {
 	e := &env{t: t, servers: servers, path: testPath(t)}
 	e.admin = plainConn(t, servers)
 	t.Cleanup(func() {
-		deleteTree(e.admin, e.path)
+		zktest.DeleteTree(context.Background(), e.admin.c, e.path) // best effort: the test may have closed admin's session
 		e.admin.c.Close()
 	})
 	return e
@@ -287,17 +287,6 @@ func (p plain) AddAuth(scheme string, auth []byte) error {
 
 // openACL gives everyone every permission.
 var openACL = zkclient.WorldACL(zkclient.PermAll)
-
-func deleteTree(c plain, p string) {
-	kids, _, err := c.Children(p)
-	if err != nil {
-		return
-	}
-	for _, k := range kids {
-		deleteTree(c, p+"/"+k)
-	}
-	c.Delete(p, -1)
-}
 
 // Waiting and checking.
 

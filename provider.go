@@ -19,6 +19,12 @@ import (
 // down.
 var ErrNoInstances = errors.New("zkrecipes: no usable service instance")
 
+// ErrStaleInstances is wrapped by the error of [ServiceCache.Stale], and
+// of [Provider.Instance] then: the server has answered the cache's Session
+// nothing for longer than the session timeout, so the copy may hold
+// instances gone since.
+var ErrStaleInstances = errors.New("zkrecipes: service instances may be stale")
+
 // Strategy picks one instance among the usable ones, as Curator's
 // ProviderStrategy. Pick is given the instances sorted by id, at least one,
 // and must be safe for concurrent use; the slice is shared, not to be
@@ -209,8 +215,12 @@ func (d *Discovery) Provider(ctx context.Context, name string, opts ...ProviderO
 }
 
 // Instances returns the usable instances, sorted by id (Curator's
-// getAllInstances): enabled, passing the filters, not down.
+// getAllInstances): enabled, passing the filters, not down; none while the
+// cache is stale (see [ServiceCache.Stale]).
 func (p *Provider) Instances() []ServiceInstance {
+	if p.c.Stale() != nil {
+		return nil
+	}
 	all := p.c.Instances()
 	now := p.down.now()
 	var out []ServiceInstance
@@ -234,15 +244,18 @@ func (p *Provider) Instances() []ServiceInstance {
 // Instance picks a usable instance with the strategy, or returns an error
 // wrapping [ErrNoInstances] when there is none (Curator's getInstance).
 // Like Curator's, it does not fall back on a down instance when all are
-// down. Pick again for each call: do not keep the instance.
+// down. Unlike Curator's, it picks nothing from a stale cache: the error
+// then wraps [ServiceCache.Stale]'s too ([ErrStaleInstances], or the
+// cache's end, [ErrSessionExpired] say), so that no instance gone for
+// longer than the bound [ServiceCache] documents is picked. Pick again for
+// each call: do not keep the instance.
 func (p *Provider) Instance() (ServiceInstance, error) {
+	if err := p.c.Stale(); err != nil {
+		return ServiceInstance{}, fmt.Errorf("service %q: %w: %w", p.c.Name(), ErrNoInstances, err)
+	}
 	insts := p.Instances()
 	if len(insts) == 0 {
-		what := fmt.Sprintf("%d registered", len(p.c.Instances()))
-		if err := p.c.Err(); err != nil {
-			what += ", cache stopped: " + err.Error()
-		}
-		return ServiceInstance{}, fmt.Errorf("service %q: %w (%s)", p.c.Name(), ErrNoInstances, what)
+		return ServiceInstance{}, fmt.Errorf("service %q: %w (%d registered)", p.c.Name(), ErrNoInstances, len(p.c.Instances()))
 	}
 	return p.strategy.Pick(insts), nil
 }

@@ -330,7 +330,12 @@ func TestServiceTransport(t *testing.T) {
 		_, err := d.Register(ctx, zkrecipes.ServiceInstance{Name: "web", ID: strconv.Itoa(i), Address: host, Port: p})
 		must(t, err, "Register")
 	}
-	tr := &zkrecipes.ServiceTransport{Discovery: d, Options: []zkrecipes.ProviderOption{zkrecipes.WithStrategy(zkrecipes.RoundRobin())}}
+	var mu sync.Mutex
+	now := time.Unix(1e9, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	tr := &zkrecipes.ServiceTransport{Discovery: d, Options: []zkrecipes.ProviderOption{
+		zkrecipes.WithStrategy(zkrecipes.RoundRobin()), zkrecipes.WithProviderClock(clock)}}
 	defer tr.Close()
 	client := &http.Client{Transport: tr}
 	get := func() (int, string) {
@@ -373,6 +378,25 @@ func TestServiceTransport(t *testing.T) {
 	}
 	if hits[2].Load() != before {
 		t.Errorf("the failing instance got %d more requests", hits[2].Load()-before)
+	}
+	// Answering again, it is skipped until the down timeout (Curator's
+	// default, 30 s) has passed, then gets its share.
+	failing.Store(false)
+	advance(29 * time.Second)
+	for range 6 {
+		get()
+	}
+	if hits[2].Load() != before {
+		t.Errorf("the down instance got %d requests before its timeout", hits[2].Load()-before)
+	}
+	advance(time.Second)
+	for range 6 {
+		if code, _ := get(); code != 200 {
+			t.Errorf("GET after the down timeout: %d", code)
+		}
+	}
+	if n := hits[2].Load() - before; n != 2 {
+		t.Errorf("the instance back from down got %d of 6 requests, want 2", n)
 	}
 	// An instance that refuses connections: the transport's errors count.
 	dead, err := net.Listen("tcp", "127.0.0.1:0")

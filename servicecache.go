@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ServiceCache is a local copy of the instances of one service, kept up to
@@ -30,6 +31,22 @@ import (
 // necessarily in the copy when Register returns), every intermediate
 // version, or one moment across instances. A node under the service whose
 // data is not an instance is left out, and logged.
+//
+// How long a gone instance can stay in the copy. ZooKeeper sends a watch
+// event before its answers to later requests, and after a reconnection
+// the copy reads the service again. So an instance that left the server
+// at time t (unregistered, or its registrant's session expired) is out of
+// the copy once the Session has had an answer to a request sent after t
+// and the copy has read what that told it: one read of the instance after
+// the event, or the re-read of the service after a reconnection. While the
+// Session is connected that is about a round trip and a read; while it is
+// cut off from the server, the copy keeps what it had, for as long as the
+// cut lasts. [ServiceCache.Stale] bounds this by the session timeout T: it
+// reports the copy stale once the server has answered the Session nothing
+// for longer than T (see zkclient.Client.Confirmed), or once the copy has
+// stopped; a [Provider] picks nothing from a stale copy. So an instance
+// gone from the server for longer than T plus that reading time is never
+// picked by a Provider, and is not in Instances while Stale returns nil.
 //
 // When the Session ends the copy stops (Done is closed, Err tells why) and
 // Instances keeps answering the last copy; a ServiceCache never moves to
@@ -286,6 +303,25 @@ func (c *ServiceCache) Err() error {
 	c.sh.mu.Lock()
 	defer c.sh.mu.Unlock()
 	return c.sh.why
+}
+
+// Stale returns nil while the copy is within its bound (see
+// [ServiceCache]): it follows the server, and the server has answered its
+// Session within the session timeout. Otherwise it returns why not: the
+// copy stopped (wrapping Err's error), or the server has answered nothing
+// for longer than the session timeout (wrapping [ErrStaleInstances]); the
+// latter passes once the Session hears the server again. It costs no
+// request.
+func (c *ServiceCache) Stale() error {
+	if err := c.Err(); err != nil {
+		return fmt.Errorf("service cache of %q stopped: %w", c.sh.name, err)
+	}
+	cl := c.sh.s.Client()
+	if quiet := time.Since(cl.Confirmed()); quiet > cl.Timeout() {
+		return fmt.Errorf("service cache of %q: %w: no answer from ZooKeeper for %v, more than the session timeout %v",
+			c.sh.name, ErrStaleInstances, quiet.Round(time.Millisecond), cl.Timeout())
+	}
+	return nil
 }
 
 // Close releases the handle; the last handle on a copy stops it and removes

@@ -26,8 +26,10 @@
 //     transaction that way.
 //   - [Transport] sends the token with every HTTP request, and [Guard] is the
 //     server's middleware that refuses a request whose token is lower than
-//     the highest it has seen for that resource (kept by a [Store]) with 409
-//     Conflict; [CheckResponse] turns that answer back into a [*StaleError].
+//     the highest it has seen for that resource (kept by a [Store]: in memory,
+//     in the SQL table, or in ZooKeeper with [ZooKeeperStore], shared by
+//     several replicas) with 409 Conflict; [CheckResponse] turns that answer
+//     back into a [*StaleError].
 //   - [Register] is a fenced value in a ZooKeeper node.
 //
 // Writes to ZooKeeper made with the same session as the lock can instead be

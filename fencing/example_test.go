@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/fencing"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
 // A holder writes to a SQL database under a lock: the fence table refuses
@@ -115,4 +116,27 @@ func ExampleRegister() {
 	case err != nil:
 		log.Fatal(err)
 	}
+}
+
+// Replicas of a service share their Guards' highest tokens in ZooKeeper,
+// so that none admits a token lower than one another admitted. (It needs
+// ZooKeeper, so it is not run.)
+func ExampleZooKeeperStore() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := zkrecipes.NewSession(ctx, []string{"zk1.example:2181"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateParents(ctx, "/app/fences/x", zkclient.Persistent, nil); err != nil {
+		log.Fatal(err)
+	}
+	guard := &fencing.Guard{Store: fencing.NewZooKeeperStore(s.Client(), "/app/fences", nil)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /reports/{day}", func(w http.ResponseWriter, r *http.Request) {
+		token, _ := fencing.TokenFrom(r.Context()) // admitted: no higher token seen by any replica
+		fmt.Fprintf(w, "written with token %d\n", token)
+	})
+	log.Fatal(http.ListenAndServe(":8080", guard.Wrap(mux)))
 }

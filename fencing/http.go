@@ -95,8 +95,8 @@ func CheckResponse(resp *http.Response) error {
 }
 
 // A Store keeps the highest token a [Guard] has seen for each resource.
-// [MemoryStore] keeps it in the process; [Table.Store] in a SQL database,
-// shared by every server using it.
+// [MemoryStore] keeps it in the process; [Table.Store] in a SQL database
+// and [ZooKeeperStore] in ZooKeeper, each shared by every server using it.
 type Store interface {
 	// Advance records token as the highest for resource unless a higher
 	// one is recorded, atomically, and returns the highest after: token

@@ -25,6 +25,9 @@ command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 # PostgreSQL, for fencing/sqltest: its tests run initdb and postgres
 # themselves, from /usr/lib/postgresql/<major>/bin, as the postgres user.
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql)
+# curl, for cmd/zkr's TestLockTokenThroughGuard: the shell pattern of
+# docs/fencing.md, a zkr lock command sending its token with curl.
+command -v curl >/dev/null 2>&1 || need+=(curl)
 # Chromium, headless, for zkr console's browser tests (cmd/zkr, driven with
 # chromedp, which never downloads a browser of its own).
 [ -x /usr/bin/chromium ] || need+=(chromium)

@@ -92,8 +92,23 @@ gotest() {
 	[ "$rc" -eq 0 ] || failed "$label"
 }
 
-step "tests, with the race detector, on real ZooKeeper"
-gotest race -race -count=1 -timeout 12m -skip '^TestNemesis$' "${pkgs[@]}"
+# The tests mostly wait (for sessions to expire, events, child processes):
+# run alone, the root package and cmd/zkr use about 0.4 of a core each. So
+# the race run takes four packages at once (TEST_P), and the recipe suite
+# runs on the embedded server beside it (ensembles stay real ZooKeeper);
+# its output is shown when the race run is done.
+step "tests, with the race detector, on real ZooKeeper; the recipe suite on the embedded server beside them"
+jsons+=("zkserver=$out/zkserver.json")
+# (In a process group of its own, so that a failure above ends all of it.)
+setsid bash -c 'rc=0; ZKTEST_SERVER=zkserver go test -json -race -count=1 -timeout 12m . >"$1" 2>&1 || rc=$?; echo "$rc" >"$2"' \
+	_ "$out/zkserver.json" "$out/zkserver.rc" &
+embedded=$!
+trap 'kill -- -"$embedded" 2>/dev/null; rm -rf "$out"' EXIT
+gotest race -p "${TEST_P:-4}" -race -count=1 -timeout 12m -skip '^TestNemesis$' "${pkgs[@]}"
+wait "$embedded" || true
+step "the recipe suite on the embedded server (run beside the above)"
+"$out/testtool" print <"$out/zkserver.json" || true
+[ "$(cat "$out/zkserver.rc")" = 0 ] || failed zkserver
 
 # The fault suite: the seeds that once found a fault, and one random seed, each
 # a run of about a minute (40 s of faults, then the checks), NEMESIS_JOBS at
@@ -136,13 +151,6 @@ if [ ${#nfailed[@]} -gt 0 ]; then
 	echo "== the fault suite failed for seed(s) ${nfailed[*]}; replay: go test -race -run '^TestNemesis\$' -v . -args -nemesis.seed SEED"
 	exit 1
 fi
-
-# The recipe suite again, on the embedded server instead of real ZooKeeper
-# (ensembles stay real ZooKeeper).
-step "the recipe suite on the embedded server"
-export ZKTEST_SERVER=zkserver
-gotest zkserver -race -count=1 -timeout 8m .
-unset ZKTEST_SERVER
 
 slowest
 

@@ -326,7 +326,9 @@ func conformanceBody(t *testing.T, r *confRec, addr, base string) {
 	t.Cleanup(func() {
 		a, err := zkclient.Connect(context.Background(), []string{addr})
 		if err == nil {
-			deleteTree(t, a, base)
+			if err := zktest.DeleteTree(context.Background(), a, base); err != nil {
+				t.Error(err)
+			}
 			a.Close()
 		}
 	})

@@ -27,28 +27,7 @@ func TestMain(m *testing.M) {
 	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
 		os.Exit(m.Run()) // a fuzzing worker runs only the fuzz target: no server
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(90*time.Second))
-	shared, sharedErr = zktest.Start(ctx, zktest.Options{})
-	cancel()
-	code := m.Run()
-	if code == 0 && shared != nil {
-		// A session not closed by its test: the timeout covers the
-		// 4s (scaled) sessions of a client whose link was cut.
-		if err := zktest.NoSessions(shared.Addr(0), 10*time.Second); err != nil {
-			fmt.Fprintln(os.Stderr, "zkclient tests:", err)
-			code = 1
-		}
-	}
-	if shared != nil {
-		shared.Close()
-	}
-	if code == 0 {
-		if err := zktest.FindLeaks(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(zktest.RunShared(m, zktest.Options{}, func(c *zktest.Cluster, err error) { shared, sharedErr = c, err }))
 }
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)
@@ -82,7 +61,9 @@ func newEnv(t *testing.T) *env {
 	mkdirs(t, admin, e.base)
 	t.Cleanup(func() {
 		a := e.connectTo(e.addr)
-		deleteTree(t, a, e.base)
+		if err := zktest.DeleteTree(context.Background(), a, e.base); err != nil {
+			t.Error(err)
+		}
 		a.Close()
 	})
 	admin.Close()
@@ -133,18 +114,6 @@ func mkdirs(t *testing.T, c *zkclient.Client, p string) {
 			}
 		}
 	}
-}
-
-func deleteTree(t *testing.T, c *zkclient.Client, p string) {
-	ctx := context.Background()
-	kids, _, err := c.Children(ctx, p)
-	if err != nil {
-		return
-	}
-	for _, k := range kids {
-		deleteTree(t, c, p+"/"+k)
-	}
-	c.Delete(ctx, p, -1)
 }
 
 // waitState reads s until a change to want, for up to zktest.Bound(15s).

@@ -111,42 +111,6 @@ func join[E any](f, g func(E)) func(E) {
 	return func(e E) { f(e); g(e) }
 }
 
-// opNames names the requests the client sends, as ZooKeeper's own
-// metrics and logs do.
-var opNames = map[int32]string{
-	jute.OpCreate:               "create",
-	jute.OpDelete:               "delete",
-	jute.OpExists:               "exists",
-	jute.OpGetData:              "getData",
-	jute.OpSetData:              "setData",
-	jute.OpGetACL:               "getACL",
-	jute.OpSetACL:               "setACL",
-	jute.OpGetChildren:          "getChildren",
-	jute.OpSync:                 "sync",
-	jute.OpGetChildren2:         "getChildren2",
-	jute.OpCheck:                "check",
-	jute.OpMulti:                "multi",
-	jute.OpCreate2:              "create2",
-	jute.OpReconfig:             "reconfig",
-	jute.OpCheckWatches:         "checkWatches",
-	jute.OpRemoveWatches:        "removeWatches",
-	jute.OpCreateContainer:      "createContainer",
-	jute.OpCreateTTL:            "createTTL",
-	jute.OpMultiRead:            "multiRead",
-	jute.OpGetEphemerals:        "getEphemerals",
-	jute.OpGetAllChildrenNumber: "getAllChildrenNumber",
-	jute.OpAddWatch:             "addWatch",
-	jute.OpWhoAmI:               "whoAmI",
-	jute.OpCloseSession:         "closeSession",
-}
-
-func opName(op int32) string {
-	if s, ok := opNames[op]; ok {
-		return s
-	}
-	return "unknown"
-}
-
 // observe tells the observer, if any, of cl's end.
 func (cl *call) observe(err error) {
 	o := cl.obs
@@ -154,7 +118,7 @@ func (cl *call) observe(err error) {
 		return
 	}
 	o.Request(RequestEvent{
-		Op:      opName(cl.op),
+		Op:      jute.OpName(cl.op),
 		Path:    cl.path,
 		Err:     err,
 		Latency: time.Duration(cl.c.now() - cl.start),

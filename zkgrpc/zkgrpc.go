@@ -58,13 +58,15 @@ func WithSSLPort() Option { return func(b *builder) { b.ssl = true } }
 // the instances of <service> registered under basePath (see
 // zkrecipes.Discovery), followed over a zkrecipes.ServiceCache.
 //
-// Each resolver (one per ClientConn) gets its Session from newSession, the
-// shape KeepRegistered takes, and owns it: it closes it when the
-// ClientConn closes, and when the session ends (expired) closes it and
-// asks newSession for another, then reads the instances afresh. An error
-// of newSession, or of loading the instances, is reported to the
-// ClientConn (see resolver.ClientConn.ReportError) and retried after a
-// pause (growing to 5 s).
+// Every resolver the builder serves (one per ClientConn and target) shares
+// one Session, got from newSession (the shape KeepRegistered takes) when the
+// first resolver is built and closed when the last one is closed; and the
+// resolvers of one service share its ServiceCache (one watch). So a process
+// that dials many services, or one service over many ClientConns, through
+// one builder costs one session. When the session ends (expired: after a
+// cut longer than its timeout, say) the builder closes it and asks
+// newSession for another, and each resolver reads its instances afresh on
+// it. An error of newSession is retried after a pause (growing to 5 s).
 //
 // The resolver sends the ClientConn the usable instances (enabled, passing
 // the filters, with an address and a port) at once and after each change,
@@ -73,6 +75,14 @@ func WithSSLPort() Option { return func(b *builder) { b.ssl = true } }
 // fail with it, or wait for an instance if they WaitForReady), having sent
 // the empty list first if it had sent addresses, so that calls stop going
 // to instances that left or were disabled.
+//
+// It reports to the ClientConn (resolver.ClientConn.ReportError) every
+// moment it cannot follow the server: the session's connection lost (the
+// instances last sent stand, and may be stale, until the connection is
+// back and they are read again), the session ended or not made (while a
+// new one is made), a load of the instances that failed (retried after a
+// pause). A balancer that has addresses keeps using them on such an error
+// (round_robin and pick_first do); one that has none fails calls with it.
 func NewBuilder(newSession func(context.Context) (*zkrecipes.Session, error), basePath string, opts ...Option) resolver.Builder {
 	b := &builder{newSession: newSession, base: basePath}
 	for _, o := range opts {
@@ -86,6 +96,9 @@ type builder struct {
 	base       string
 	filters    []func(zkrecipes.ServiceInstance) bool
 	ssl        bool
+
+	mu  sync.Mutex
+	hub *hub // the shared session while resolvers are open
 }
 
 func (b *builder) Scheme() string { return Scheme }
@@ -101,13 +114,108 @@ func (b *builder) Build(target resolver.Target, cc resolver.ClientConn, _ resolv
 		return nil, errors.New("zkgrpc: builder without a session factory")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &zkResolver{b: b, name: name, cc: cc, cancel: cancel, done: make(chan struct{})}
+	r := &zkResolver{b: b, h: b.acquire(), name: name, cc: cc, cancel: cancel, done: make(chan struct{})}
 	go r.run(ctx)
 	return r, nil
 }
 
+// acquire returns the shared session's hub, started by the first resolver.
+func (b *builder) acquire() *hub {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.hub == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		b.hub = &hub{newSession: b.newSession, cancel: cancel, done: make(chan struct{}), changed: make(chan struct{})}
+		go b.hub.run(ctx)
+	}
+	b.hub.refs++
+	return b.hub
+}
+
+// release drops a resolver's hold on h; the last one closes the session.
+func (b *builder) release(h *hub) {
+	b.mu.Lock()
+	h.refs--
+	last := h.refs == 0
+	if last && b.hub == h {
+		b.hub = nil
+	}
+	b.mu.Unlock()
+	if last {
+		h.cancel()
+		<-h.done
+	}
+}
+
+// hub keeps the one Session of a builder's resolvers, making a new one
+// when it ends.
+type hub struct {
+	newSession func(context.Context) (*zkrecipes.Session, error)
+	refs       int // guarded by builder.mu
+	cancel     context.CancelFunc
+	done       chan struct{} // run returned, the session closed
+
+	mu      sync.Mutex
+	cur     *zkrecipes.Session // nil while there is none
+	err     error              // why there is none (nil at first)
+	changed chan struct{}      // closed (and replaced) when cur changes
+}
+
+// current returns the session (nil while there is none, with why), and a
+// channel closed when that changes.
+func (h *hub) current() (s *zkrecipes.Session, changed <-chan struct{}, why error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cur, h.changed, h.err
+}
+
+func (h *hub) set(s *zkrecipes.Session, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cur, h.err = s, err
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// run makes one session after another until ctx ends, then closes the
+// last.
+func (h *hub) run(ctx context.Context) {
+	defer close(h.done)
+	pause := 100 * time.Millisecond
+	for {
+		s, err := h.newSession(ctx)
+		if ctx.Err() != nil {
+			if err == nil {
+				s.Close()
+			}
+			return
+		}
+		if err != nil {
+			h.set(nil, fmt.Errorf("new session: %w", err))
+			select {
+			case <-time.After(pause):
+				pause = min(2*pause, 5*time.Second)
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		pause = 100 * time.Millisecond
+		h.set(s, nil)
+		select {
+		case <-s.Done():
+			h.set(nil, fmt.Errorf("session 0x%x ended, making a new one: %w", s.ID(), s.Err()))
+			s.Close()
+		case <-ctx.Done():
+			s.Close()
+			return
+		}
+	}
+}
+
 type zkResolver struct {
 	b      *builder
+	h      *hub
 	name   string
 	cc     resolver.ClientConn
 	cancel context.CancelFunc
@@ -119,60 +227,99 @@ type zkResolver struct {
 // ResolveNow does nothing: the resolver follows a watch.
 func (r *zkResolver) ResolveNow(resolver.ResolveNowOptions) {}
 
-// Close stops the resolver and closes its session.
+// Close stops the resolver; the last resolver of its builder closes the
+// shared session.
 func (r *zkResolver) Close() {
 	r.once.Do(func() {
 		r.cancel()
 		<-r.done
+		r.b.release(r.h)
 	})
 }
 
-// run follows the service on one session after another until ctx ends.
+// report tells the ClientConn that the resolver cannot follow the server.
+func (r *zkResolver) report(err error) {
+	r.cc.ReportError(fmt.Errorf("zkgrpc: service %q in %s: %w", r.name, r.b.base, err))
+}
+
+// run follows the service on the builder's session, one after another,
+// until ctx ends.
 func (r *zkResolver) run(ctx context.Context) {
 	defer close(r.done)
 	pause := 100 * time.Millisecond
+	var ended *zkrecipes.Session // the last session followed until its end
 	for ctx.Err() == nil {
-		s, err := r.b.newSession(ctx)
-		if err == nil {
-			err = r.follow(ctx, s)
-			s.Close()
-			if err == nil {
-				pause = 100 * time.Millisecond
-				continue // the session ended: another
+		s, changed, why := r.h.current()
+		if s == nil || s == ended {
+			if why != nil {
+				r.report(why)
 			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+			}
+			continue
 		}
-		if ctx.Err() != nil {
+		err := r.follow(ctx, s)
+		switch {
+		case ctx.Err() != nil:
 			return
-		}
-		r.cc.ReportError(fmt.Errorf("zkgrpc: service %q in %s: %w", r.name, r.b.base, err))
-		select {
-		case <-time.After(pause):
-			pause = min(2*pause, 5*time.Second)
-		case <-ctx.Done():
+		case s.Err() != nil:
+			ended, pause = s, 100*time.Millisecond // the hub makes another
+		default: // a load that failed (or a cache that stopped by itself)
+			if err != nil {
+				r.report(err)
+			}
+			select {
+			case <-time.After(pause):
+				pause = min(2*pause, 5*time.Second)
+			case <-ctx.Done():
+			}
 		}
 	}
 }
 
-// follow sends the instances on s to the ClientConn until ctx ends (nil)
-// or the session ends (nil), or returns the error of loading them.
+// follow sends the instances on s to the ClientConn until ctx ends or the
+// session ends (nil), or returns the error of loading them. It reports the
+// session's connection lost, and sends the instances again once it is
+// back.
 func (r *zkResolver) follow(ctx context.Context, s *zkrecipes.Session) error {
+	states := s.States()
+	defer states.Close()
 	c, err := zkrecipes.NewDiscovery(s, r.b.base).ServiceCache(ctx, r.name)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	following := true // the states are followed (not ended)
 	for {
 		changed := c.Changed()
 		r.update(c.Instances())
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil
+	wait:
+		for {
+			var ready <-chan struct{}
+			if following {
+				ready = states.Ready()
+			}
+			select {
+			case <-changed:
+				break wait
+			case <-ctx.Done():
+				return nil
+			case <-ready:
+				ev, err := states.Next(ctx)
+				switch {
+				case err != nil:
+					following = false // the end: the cache ends too
+				case ev.State == zkrecipes.SessionSuspended:
+					r.report(fmt.Errorf("connection to ZooKeeper lost (%v): the instances last sent may be stale", ev.Err))
+				case ev.State == zkrecipes.SessionReconnected:
+					break wait // the error reported is over: send them again
+				}
+			}
 		}
-		select {
-		case <-c.Done():
+		if c.Err() != nil {
 			return nil
-		default:
 		}
 	}
 }

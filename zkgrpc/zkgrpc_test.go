@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -33,26 +34,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(90*time.Second))
-	shared, sharedErr = zktest.Start(ctx, zktest.Options{})
-	cancel()
-	code := m.Run()
-	if code == 0 && shared != nil {
-		if err := zktest.NoSessions(shared.Addr(0), 10*time.Second); err != nil {
-			fmt.Fprintln(os.Stderr, "zkgrpc tests:", err)
-			code = 1
-		}
-	}
-	if shared != nil {
-		shared.Close()
-	}
-	if code == 0 {
-		if err := zktest.FindLeaks(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(zktest.RunShared(m, zktest.Options{}, func(c *zktest.Cluster, err error) { shared, sharedErr = c, err }))
 }
 
 // newSession is the session factory the resolver and the servers use:
@@ -71,6 +53,12 @@ type server struct {
 
 func serve(t *testing.T, ctx context.Context, base, id string) *server {
 	t.Helper()
+	return serveWith(t, ctx, newSession, base, "echo", id)
+}
+
+// serveWith is serve with a session factory and a service name of its own.
+func serveWith(t *testing.T, ctx context.Context, newSession func(context.Context) (*zkrecipes.Session, error), base, name, id string) *server {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +66,7 @@ func serve(t *testing.T, ctx context.Context, base, id string) *server {
 	s := &server{srv: grpc.NewServer(), addr: lis.Addr().String(), served: make(chan error, 1)}
 	healthpb.RegisterHealthServer(s.srv, health.NewServer())
 	go func() {
-		s.served <- zkgrpc.Serve(ctx, s.srv, lis, newSession, base, zkrecipes.ServiceInstance{Name: "echo", ID: id, Payload: []byte(`{"zone":"z` + id + `"}`)})
+		s.served <- zkgrpc.Serve(ctx, s.srv, lis, newSession, base, zkrecipes.ServiceInstance{Name: name, ID: id, Payload: []byte(`{"zone":"z` + id + `"}`)})
 	}()
 	t.Cleanup(func() {
 		s.srv.Stop()
@@ -144,53 +132,9 @@ func TestResolver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	hc := healthpb.NewHealthClient(conn)
-	// calls makes n calls and returns the servers that answered, in order.
-	calls := func(n int) ([]string, error) {
-		var out []string
-		for range n {
-			var p peer.Peer
-			cctx, cancel := context.WithTimeout(ctx, zktest.Bound(5*time.Second))
-			_, err := hc.Check(cctx, &healthpb.HealthCheckRequest{}, grpc.Peer(&p), grpc.WaitForReady(true))
-			cancel()
-			if err != nil {
-				return out, err
-			}
-			out = append(out, p.Addr.String())
-		}
-		return out, nil
-	}
-	// spread waits until n calls in a row reach exactly want, each equally
-	// often (round robin over ready servers).
 	spread := func(what string, want ...string) {
 		t.Helper()
-		slices.Sort(want)
-		zktest.Eventually(t, 30*time.Second, what, func() error {
-			got, err := calls(3 * len(want))
-			if err != nil {
-				return err
-			}
-			count := map[string]int{}
-			for _, a := range got {
-				count[a]++
-			}
-			keys := slices.Sorted(func(yield func(string) bool) {
-				for k := range count {
-					if !yield(k) {
-						return
-					}
-				}
-			})
-			if !slices.Equal(keys, want) {
-				return fmt.Errorf("calls went to %v, want %v", got, want)
-			}
-			for _, c := range count {
-				if c != 3 {
-					return fmt.Errorf("calls went to %v: not round robin", got)
-				}
-			}
-			return nil
-		})
+		spreadOver(t, ctx, conn, what, want...)
 	}
 	spread("calls over the three servers", servers[0].addr, servers[1].addr, servers[2].addr)
 
@@ -392,4 +336,49 @@ func TestInstanceAttributes(t *testing.T) {
 	case <-time.After(zktest.Bound(20 * time.Second)):
 		t.Fatal("no state sent")
 	}
+}
+
+// calls makes n calls on conn and returns the servers that answered, in
+// order.
+func calls(ctx context.Context, conn *grpc.ClientConn, n int) ([]string, error) {
+	hc := healthpb.NewHealthClient(conn)
+	var out []string
+	for range n {
+		var p peer.Peer
+		cctx, cancel := context.WithTimeout(ctx, zktest.Bound(5*time.Second))
+		_, err := hc.Check(cctx, &healthpb.HealthCheckRequest{}, grpc.Peer(&p), grpc.WaitForReady(true))
+		cancel()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, p.Addr.String())
+	}
+	return out, nil
+}
+
+// spreadOver waits until n calls in a row on conn reach exactly want, each
+// equally often (round robin over ready servers).
+func spreadOver(t *testing.T, ctx context.Context, conn *grpc.ClientConn, what string, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	zktest.Eventually(t, 30*time.Second, what, func() error {
+		got, err := calls(ctx, conn, 3*len(want))
+		if err != nil {
+			return err
+		}
+		count := map[string]int{}
+		for _, a := range got {
+			count[a]++
+		}
+		keys := slices.Sorted(maps.Keys(count))
+		if !slices.Equal(keys, want) {
+			return fmt.Errorf("calls went to %v, want %v", got, want)
+		}
+		for _, c := range count {
+			if c != 3 {
+				return fmt.Errorf("calls went to %v: not round robin", got)
+			}
+		}
+		return nil
+	})
 }

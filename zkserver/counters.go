@@ -3,8 +3,6 @@ package zkserver
 import (
 	"maps"
 	"math"
-
-	"github.com/zkrecipes/zkrecipes/internal/jute"
 )
 
 // counters are the server's statistics, guarded by Server.mu.
@@ -81,39 +79,4 @@ func (s *Server) Stats() Stats {
 		Zxid:           s.zxid,
 		EphemeralNodes: s.tree.countEphemerals(),
 	}
-}
-
-// opNames are ZooKeeper's short names of opcodes, as cons shows them.
-var opNames = map[int32]string{
-	jute.OpCreate:          "CREA",
-	jute.OpCreate2:         "CREA",
-	jute.OpCreateContainer: "CREA",
-	jute.OpCreateTTL:       "CREA",
-	jute.OpDelete:          "DELE",
-	jute.OpExists:          "EXIS",
-	jute.OpGetData:         "GETD",
-	jute.OpSetData:         "SETD",
-	jute.OpGetACL:          "GETA",
-	jute.OpSetACL:          "SETA",
-	jute.OpGetChildren:     "GETC",
-	jute.OpGetChildren2:    "GETC",
-	jute.OpSync:            "SYNC",
-	jute.OpPing:            "PING",
-	jute.OpMulti:           "MULT",
-	jute.OpMultiRead:       "MLTR",
-	jute.OpCloseSession:    "CLOS",
-	jute.OpSetWatches:      "SETW",
-	jute.OpSetWatches2:     "SETW",
-	jute.OpCheckWatches:    "CHKW",
-	jute.OpRemoveWatches:   "REMW",
-	jute.OpAddWatch:        "ADDW",
-	jute.OpCheck:           "CHEC",
-}
-
-// opName returns the short name of op, "NA" for one without a name.
-func opName(op int32) string {
-	if name, ok := opNames[op]; ok {
-		return name
-	}
-	return "NA"
 }

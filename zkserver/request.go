@@ -20,7 +20,7 @@ func (s *Server) process(c *conn, r *jute.Request, start time.Time, bad *malform
 	}
 	now := time.Now()
 	sess.touch(now)
-	c.lastOp, c.lastCxid = opName(r.Op), r.Xid
+	c.lastOp, c.lastCxid = jute.OpAbbrev(r.Op), r.Xid
 	defer func() {
 		// The latency ZooKeeper reports: from reading the request to
 		// queueing its reply.

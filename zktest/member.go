@@ -270,21 +270,7 @@ func (m *member) pause() error {
 	}
 	hold, held, pid, done := make(chan struct{}), make(chan struct{}), m.pid, m.done
 	m.hold, m.held = hold, held
-	go func() {
-		defer close(held)
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-hold:
-				return
-			case <-done:
-				return
-			case <-t.C:
-				signalGroup(pid, syscall.SIGSTOP)
-			}
-		}
-	}()
+	go keepStopped(func() { signalGroup(pid, syscall.SIGSTOP) }, hold, done, held)
 	return nil
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/zkrecipes/zkrecipes"
-	"github.com/zkrecipes/zkrecipes/internal/zkpath"
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
@@ -89,7 +88,8 @@ func (a *app) newLsCmd() *cobra.Command {
 		Use:   "ls PATH",
 		Short: "List a node's children (with -R, every node under it)",
 		Long: `List the children of PATH, sorted, one per line. With -R, list every node under
-PATH, depth first, as full paths (PATH itself first).`,
+PATH, depth first, as full paths (PATH itself first); listing / leaves out
+/zookeeper, the server's own, and says so on stderr.`,
 		Example: `  zkr ls /services
   zkr ls -R /app --json`,
 		Args: onePath,
@@ -98,25 +98,15 @@ PATH, depth first, as full paths (PATH itself first).`,
 			return a.withSession(cmd, "ls "+path, func(ctx context.Context, s *zkrecipes.Session) error {
 				var out []string
 				if recursive {
-					var walk func(p string) error
-					walk = func(p string) error {
-						out = append(out, p)
-						kids, _, err := s.Children(ctx, p)
-						if errors.Is(err, zkclient.ErrNoNode) && p != path {
-							return nil // deleted meanwhile
-						}
-						if err != nil {
-							return err
-						}
-						for _, k := range kids {
-							if err := walk(zkpath.Join(p, k)); err != nil {
-								return err
-							}
-						}
-						return nil
-					}
-					if err := walk(path); err != nil {
+					nodes, skipped, err := readTree(ctx, s, path, readOpts{})
+					if err != nil {
 						return err
+					}
+					for _, n := range nodes {
+						out = append(out, n.Path)
+					}
+					for _, p := range skipped {
+						fmt.Fprintf(a.stderr, "zkr: ls -R: left out %s (the server's own)\n", p)
 					}
 				} else {
 					kids, _, err := s.Children(ctx, path)

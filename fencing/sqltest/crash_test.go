@@ -3,12 +3,8 @@ package sqltest
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,9 +14,10 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// crash plays the scenario fencing exists for. Holder A takes a lock and
-// writes with its token; B queues. Then A pauses: it does nothing while
-// the server expires its session. With silent, A's link goes silent (a
+// crash plays the scenario fencing exists for, within this process (the
+// pause tests, pause_test.go, run A in a process of its own and stop it
+// for real). Holder A takes a lock and writes with its token; B queues.
+// Then A pauses: it does nothing while the server expires its session. With silent, A's link goes silent (a
 // blackholing proxy: nothing passes, nothing is closed) and the server
 // expires the session once its timeout (2 s) has passed unheard; without,
 // zktest.ExpireSession has the server expire it at once. B is granted the
@@ -84,8 +81,9 @@ func crash(t *testing.T, silent bool, write func(who string, token int64) error)
 	return a, tokenA, tokenB
 }
 
-// TestCrashSQL: A, silent past its session timeout, resumes after B took
-// the lock and wrote; A's write, fenced with its old token in the same
+// TestCrashSQL: A's link goes silent (a partition, where TestPauseSQL
+// stops A's process) past its session timeout; A resumes after B took the
+// lock and wrote; A's write, fenced with its old token in the same
 // transaction, is refused by PostgreSQL and changes nothing.
 func TestCrashSQL(t *testing.T) {
 	zktest.CheckLeaks(t)
@@ -107,86 +105,6 @@ func TestCrashSQL(t *testing.T) {
 	}
 }
 
-// TestCrashHTTP: the same through HTTP. A's client sends its token with
-// fencing.Transport; the server's Guard, keeping tokens in PostgreSQL,
-// refuses A's late request with 409 and the highest token, and the
-// handler, which fences its own write with the request's token, never
-// runs for it.
-func TestCrashHTTP(t *testing.T) {
-	zktest.CheckLeaks(t)
-	ctx := context.Background()
-	db := openPostgres(t)
-	fence, accounts := newTable(t, db, fencing.PostgreSQL)
-	var handled atomic.Int32
-	mux := http.NewServeMux()
-	mux.HandleFunc("PUT /accounts/{id}/owner", func(w http.ResponseWriter, r *http.Request) {
-		handled.Add(1)
-		token, _ := fencing.TokenFrom(r.Context())
-		body, _ := io.ReadAll(r.Body)
-		id := r.PathValue("id")
-		if err := fence.Write(r.Context(), db, nil, r.URL.Path, token, setOwner(r.Context(), fencing.PostgreSQL, accounts, id, string(body))); err != nil {
-			http.Error(w, err.Error(), http.StatusConflict)
-			return
-		}
-	})
-	srv := httptest.NewServer((&fencing.Guard{Store: fence.Store(db)}).Wrap(mux))
-	defer srv.Close()
-
-	// The Transport sends A's token: the one of A's context if it has one,
-	// else its lock's (set below, once crash has made it).
-	source := &lockSource{}
-	client := &http.Client{Transport: &fencing.Transport{Source: source, Base: srv.Client().Transport}}
-	put := func(ctx context.Context, who string) (*http.Response, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPut, srv.URL+"/accounts/acct-1/owner", strings.NewReader(who))
-		if err != nil {
-			return nil, err
-		}
-		return client.Do(req)
-	}
-	write := func(who string, token int64) error {
-		resp, err := put(fencing.WithToken(ctx, token), who)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if err := fencing.CheckResponse(resp); err != nil {
-			return err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return errors.New(resp.Status)
-		}
-		return nil
-	}
-	a, tokenA, tokenB := crash(t, false, write)
-	source.Mutex = a
-
-	// A, resumed, still has the token it read before pausing.
-	resp, err := put(fencing.WithToken(ctx, tokenA), "A (late)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	err = fencing.CheckResponse(resp)
-	var stale *fencing.StaleError
-	if resp.StatusCode != http.StatusConflict || !errors.As(err, &stale) ||
-		*stale != (fencing.StaleError{Resource: "/accounts/acct-1/owner", Token: tokenA, Highest: tokenB}) {
-		t.Fatalf("A's late request with token %d: %s %q, CheckResponse %v; want 409, refused below B's %d", tokenA, resp.Status, msg, err, tokenB)
-	}
-	if handled.Load() != 2 {
-		t.Fatalf("the handler ran %d times, want 2 (A's and B's first writes)", handled.Load())
-	}
-	if o := owner(t, db, accounts, "acct-1"); o != "B" {
-		t.Fatalf("owner after A's late request: %q, want B", o)
-	}
-	// Had A looked at its lock, it would not have sent anything: its
-	// lock is lost, and the Transport sends nothing for a lost lock.
-	<-a.Lost()
-	if _, err := put(ctx, "A (lost)"); !errors.Is(err, fencing.ErrNoToken) {
-		t.Fatalf("request with the lost lock's token: %v, want ErrNoToken", err)
-	}
-}
-
 // registerDir makes a directory for a test's registers, deleted at the
 // end of the test.
 func registerDir(t *testing.T, s *zkrecipes.Session) string {
@@ -203,9 +121,6 @@ func registerDir(t *testing.T, s *zkrecipes.Session) string {
 	})
 	return dir
 }
-
-// lockSource is a fencing.TokenSource that is a Mutex once set.
-type lockSource struct{ *zkrecipes.Mutex }
 
 // TestCrashRegister: the same with a fenced register in ZooKeeper, what
 // zkr demo crash shows. The register is written through a session of its

@@ -26,6 +26,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if cfg := os.Getenv(holderEnv); cfg != "" {
+		os.Exit(holderMain(cfg)) // a pause test's holder A, not a test run
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(90*time.Second))
 	// The two start at once: a JVM and initdb take seconds each.
 	pgDone := make(chan struct{})

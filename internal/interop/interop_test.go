@@ -186,8 +186,15 @@ func checkClean(t *testing.T, count int, outs []outcome) {
 
 func TestInterop(t *testing.T) {
 	requireTools(t, CuratorAvailable, KazooAvailable)
-	ctx, cancel := context.WithTimeout(t.Context(), zktest.Bound(50*time.Second))
+	// Each step has a bound of its own, so that a slow step on a loaded
+	// machine does not leave the later ones without time.
+	ctx, cancel := context.WithTimeout(t.Context(), zktest.Bound(60*time.Second))
 	defer cancel()
+	step := func(t *testing.T) context.Context {
+		ctx, cancel := context.WithTimeout(t.Context(), zktest.Bound(30*time.Second))
+		t.Cleanup(cancel)
+		return ctx
+	}
 
 	// Compile the Curator contender while ZooKeeper starts.
 	type built struct {
@@ -250,14 +257,14 @@ func TestInterop(t *testing.T) {
 		}},
 	} {
 		t.Run(mix.name, func(t *testing.T) {
-			checkClean(t, count, runMix(ctx, t, curator, zk, mix.path, count, hold, mix.parts))
+			checkClean(t, count, runMix(step(t), t, curator, zk, mix.path, count, hold, mix.parts))
 		})
 	}
 
 	// Negative control: contenders on different paths share the marker
 	// directory, so the marker protocol must report an overlap.
 	t.Run("detects_overlap", func(t *testing.T) {
-		outs := runMix(ctx, t, curator, zk, "", 20, 50*time.Millisecond, []participant{
+		outs := runMix(step(t), t, curator, zk, "", 20, 50*time.Millisecond, []participant{
 			{recipe: "mutex", id: "curator-a", path: "/interop/control-a"},
 			{kazoo: true, recipe: "mutex", id: "kazoo-b", path: "/interop/control-b"},
 		})
@@ -281,7 +288,7 @@ func TestInterop(t *testing.T) {
 	// The same for semaphores: one lease each on two paths, so two holders
 	// at once, which the lease marks must report.
 	t.Run("detects_excess_leases", func(t *testing.T) {
-		outs := runMix(ctx, t, curator, zk, "", 20, 50*time.Millisecond, []participant{
+		outs := runMix(step(t), t, curator, zk, "", 20, 50*time.Millisecond, []participant{
 			{recipe: "semaphore", leases: 1, id: "curator-a", path: "/interop/control-sa"},
 			{recipe: "semaphore", leases: 1, id: "curator-b", path: "/interop/control-sb"},
 		})
@@ -306,7 +313,7 @@ func TestInterop(t *testing.T) {
 			{"--recipe", "semaphore", "--leases", "0"},
 			{"--recipe", "mutex", "--leases", "2"},
 		} {
-			cmd := curator(ctx, append(base, extra...)...)
+			cmd := curator(step(t), append(base, extra...)...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()

@@ -99,6 +99,9 @@ type holding struct {
 	end    time.Duration // min(release start, Lost noticed); MaxInt64 if neither
 	empty  bool
 	grantI int // index of the grant event
+	// told is when the runner saw the holding's Lost close, for a user's
+	// workload (KindLostSeen); MaxInt64 if never.
+	told time.Duration
 }
 
 type sessionKey struct {
@@ -179,7 +182,7 @@ func rebuild(events []Event) (map[int32]*holding, map[sessionKey]*session) {
 			}
 		case KindGrant:
 			h := &holding{id: e.Holding, client: e.Client, gen: e.Gen, res: e.Res, work: cmp.Or(e.Work, e.Res), mode: e.Mode,
-				token: e.Token, op: e.Op, grant: e.At, end: math.MaxInt64, empty: e.Empty, grantI: i}
+				token: e.Token, op: e.Op, grant: e.At, end: math.MaxInt64, empty: e.Empty, grantI: i, told: math.MaxInt64}
 			if e.Empty {
 				h.end = e.At
 			}
@@ -187,6 +190,10 @@ func rebuild(events []Event) (map[int32]*holding, map[sessionKey]*session) {
 		case KindLost, KindRelease:
 			if h := hs[e.Holding]; h != nil && e.At < h.end {
 				h.end = e.At
+			}
+		case KindLostSeen:
+			if h := hs[e.Holding]; h != nil && e.At < h.told {
+				h.told = e.At
 			}
 		}
 	}
@@ -200,10 +207,11 @@ func rebuild(events []Event) (map[int32]*holding, map[sessionKey]*session) {
 // client closed counts as expired too when nothing was answered for its
 // timeout before the close: its close never reached a server that could
 // have expired it by then (a member that stalled while the client waited
-// for it, say), so the server's end of it is unknown.
+// for it, say), so the server's end of it is unknown. No excuse holds for
+// a holder that had been told (ignoredLost).
 func excuse(x *holding, at time.Duration, ss map[sessionKey]*session, cfg Config) (string, bool) {
 	s := ss[sessionKey{x.client, x.gen}]
-	if s == nil {
+	if s == nil || ignoredLost(x, at, s) {
 		return "", false
 	}
 	expired := s.ended && s.endKind == ErrKindSessionExpired

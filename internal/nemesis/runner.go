@@ -101,6 +101,7 @@ type runner struct {
 	member  map[string]int    // proxy address → member
 	clients []*client
 	regs    map[string]*Register
+	user    *userRun // nil for the project's workloads
 
 	workers  sync.WaitGroup
 	sessions sync.WaitGroup // session watchers
@@ -141,17 +142,28 @@ const disarmOpcode = math.MinInt32
 // history. The error is for a run that could not be carried out (a member
 // that would not restart, a failed proxy); what the run found is in the
 // Result's Report.
-func Run(ctx context.Context, o Options) (*Result, error) {
+func Run(ctx context.Context, o Options) (*Result, error) { return run(ctx, o, nil) }
+
+// run is Run, or RunUser with the user's workload u.
+func run(ctx context.Context, o Options, u *userRun) (*Result, error) {
 	o = o.withDefaults()
 	start := time.Now()
+	mutexClients := o.StrictClients
+	if u != nil {
+		// Every client runs the user's workload, strict or not.
+		mutexClients, o.StrictClients = o.Clients, 0
+		if u.o.Strict {
+			o.StrictClients = o.Clients
+		}
+	}
 	r := &runner{
-		o: o, h: NewHistory(), cluster: o.Cluster, members: len(o.Cluster.Addrs()),
+		o: o, h: NewHistory(), cluster: o.Cluster, members: len(o.Cluster.Addrs()), user: u,
 		member: map[string]int{}, regs: map[string]*Register{},
 		live: map[int32]liveHolding{}, acquired: map[workloadKey]bool{},
 		healed: make(chan struct{}), writerQuiet: make(chan struct{}), cacheFinal: make(chan struct{}),
 	}
 	plan := NewPlan(PlanConfig{
-		Seed: o.Seed, Span: o.Span, Clients: o.Clients, MutexClients: o.StrictClients, Members: r.members,
+		Seed: o.Seed, Span: o.Span, Clients: o.Clients, MutexClients: mutexClients, Members: r.members,
 		SessionTimeout: o.SessionTimeout, StrictMargin: o.SessionTimeout / 2, Faults: o.Faults,
 	})
 	o.Logf("nemesis: seed %d, %d clients (%d strict), session timeout %v, faults on: %v; plan of %d faults:",
@@ -170,7 +182,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	work, stop := context.WithCancel(ctx)
 	defer stop()
-	r.startWorkloads(work)
+	if u != nil {
+		u.start(work, r)
+	} else {
+		r.startWorkloads(work)
+	}
 
 	// Warm up: every workload acquires once before the first fault.
 	r.waitAcquired(ctx, zktest.Bound(30*time.Second))
@@ -185,7 +201,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		runErr = err
 	}
 	close(r.healed)
-	if runErr == nil {
+	if runErr == nil && u != nil {
+		r.waitAcquired(ctx, o.ProgressBound+zktest.Bound(2*time.Second))
+	} else if runErr == nil {
 		nodes, data := make(chan struct{}), make(chan struct{})
 		go func() { r.checkNodes(ctx, r.nodeClients); close(nodes) }()
 		go func() { r.finishData(ctx); close(data) }()
@@ -202,6 +220,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	stop()
 	r.workers.Wait()
+	if u != nil {
+		close(u.done)
+	}
 	for _, c := range r.clients {
 		if ref := c.peek(); ref != nil {
 			if err := ref.s.Close(); err != nil {
@@ -210,7 +231,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	r.sessions.Wait()
-	if runErr == nil {
+	if runErr == nil && u == nil {
 		runErr = r.removeTree(ctx)
 	}
 	if runErr == nil {
@@ -220,6 +241,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// off from its leader may go on answering.
 	cfg := Config{Permits: map[string]int{ResSemaphore: o.Permits}, ProgressBound: o.ProgressBound, ExpirySlack: zktest.SyncLimit}
 	res := &Result{Seed: o.Seed, Plan: plan, Events: r.h.Events(), Config: cfg, Wall: time.Since(start)}
+	if u != nil {
+		res.Config.Permits = u.o.Permits
+		res.Report = CheckUser(res.Events, res.Config)
+		res.Summary = UserSummary(o.Seed, len(plan), res.Wall, res.Events, res.Report)
+		return res, runErr
+	}
 	res.Report = Check(res.Events, cfg)
 	res.Summary = Summary(o.Seed, len(plan), res.Wall, res.Report)
 	return res, runErr
@@ -241,6 +268,9 @@ func (r *runner) setUp() error {
 		}
 		r.proxies = append(r.proxies, ps)
 		r.clients = append(r.clients, &client{r: r, id: id, strict: id < r.o.StrictClients, servers: addrs})
+	}
+	if r.user != nil {
+		return nil
 	}
 	for _, res := range []string{ResMutex, ResLockA, ResLockB, ResRW, ResElection} {
 		r.regs[res] = NewRegister(r.h, res)
@@ -626,7 +656,7 @@ func (r *runner) awaitHolder(ctx context.Context, c int) {
 		r.mu.Lock()
 		found := false
 		for _, h := range r.live {
-			if h.long && (h.client == c || c < 0 && h.res == ResMutex) {
+			if h.long && (h.client == c || c < 0 && (h.res == ResMutex || r.user != nil)) {
 				found = true
 				break
 			}
@@ -648,7 +678,7 @@ func (r *runner) resolve(ctx context.Context, t Target, fallback int) int {
 		holder, long := -1, false
 		for _, h := range r.live {
 			// The lowest client in a long holding, else the lowest.
-			if h.res == ResMutex && (holder < 0 || h.long && !long || h.long == long && h.client < holder) {
+			if (h.res == ResMutex || r.user != nil) && (holder < 0 || h.long && !long || h.long == long && h.client < holder) {
 				holder, long = h.client, h.long
 			}
 		}
@@ -777,7 +807,7 @@ func (r *runner) scan(ctx context.Context) error {
 	// server expires it.
 	deadline := time.Now().Add(r.o.SessionTimeout + zktest.Bound(10*time.Second))
 	for {
-		left, n, err := walk(cctx, admin, r.o.Base, r.dirs())
+		left, n, err := walk(cctx, admin, r.o.Base, r.leftover())
 		if err == nil && (len(left) == 0 || time.Now().After(deadline)) {
 			r.h.Record(Event{Kind: KindScan, Client: -1, Detail: fmt.Sprintf("%d nodes under %s", n, r.o.Base)})
 			for _, l := range left {
@@ -792,6 +822,16 @@ func (r *runner) scan(ctx context.Context) error {
 	}
 }
 
+// leftover returns what the scan reports: in the project's run, every
+// node but the recipes' directories; in a user's, see userLeftover.
+func (r *runner) leftover() func(p string, st zkclient.Stat) bool {
+	if r.user != nil {
+		return userLeftover
+	}
+	dirs := r.dirs()
+	return func(p string, _ zkclient.Stat) bool { return !dirs[p] }
+}
+
 // dirs returns the recipes' directories under Base.
 func (r *runner) dirs() map[string]bool {
 	d := map[string]bool{}
@@ -803,9 +843,9 @@ func (r *runner) dirs() map[string]bool {
 	return d
 }
 
-// walk lists every node below p that is not one of dirs, and counts the
-// nodes it looked at.
-func walk(ctx context.Context, c *zkclient.Client, p string, dirs map[string]bool) (left []string, n int, err error) {
+// walk lists every node below p that is left (as left tells), and counts
+// the nodes it looked at.
+func walk(ctx context.Context, c *zkclient.Client, p string, isLeft func(string, zkclient.Stat) bool) (left []string, n int, err error) {
 	kids, _, err := c.Children(ctx, p)
 	if errors.Is(err, zkclient.ErrNoNode) {
 		return nil, 0, nil
@@ -824,10 +864,10 @@ func walk(ctx context.Context, c *zkclient.Client, p string, dirs map[string]boo
 			continue
 		}
 		n++
-		if !dirs[q] {
+		if isLeft(q, st) {
 			left = append(left, fmt.Sprintf("%s (ephemeralOwner 0x%x)", q, st.EphemeralOwner))
 		}
-		l, m, err := walk(ctx, c, q, dirs)
+		l, m, err := walk(ctx, c, q, isLeft)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -30,26 +30,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(90*time.Second))
-	shared, sharedErr = zktest.Start(ctx, zktest.Options{})
-	cancel()
-	code := m.Run()
-	if code == 0 && shared != nil {
-		if err := zktest.NoSessions(shared.Addr(0), 10*time.Second); err != nil {
-			fmt.Fprintln(os.Stderr, "metrics/otel tests:", err)
-			code = 1
-		}
-	}
-	if shared != nil {
-		shared.Close()
-	}
-	if code == 0 {
-		if err := zktest.FindLeaks(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(zktest.RunShared(m, zktest.Options{}, func(c *zktest.Cluster, err error) { shared, sharedErr = c, err }))
 }
 
 // env is one test's telemetry, read back through the real SDK (a manual
@@ -80,7 +61,9 @@ func newEnv(t *testing.T) *env {
 			return
 		}
 		defer c.Close()
-		deleteTree(t, c, e.base)
+		if err := zktest.DeleteTree(context.Background(), c, e.base); err != nil {
+			t.Error(err)
+		}
 	})
 	return e
 }
@@ -100,20 +83,6 @@ func newTelemetry(t *testing.T, opts Options) *env {
 		t.Fatal(err)
 	}
 	return e
-}
-
-func deleteTree(t *testing.T, c *zkclient.Client, p string) {
-	ctx := context.Background()
-	kids, _, err := c.Children(ctx, p)
-	if errors.Is(err, zkclient.ErrNoNode) {
-		return
-	}
-	for _, k := range kids {
-		deleteTree(t, c, p+"/"+k)
-	}
-	if err := c.Delete(ctx, p, -1); err != nil && !errors.Is(err, zkclient.ErrNoNode) {
-		t.Errorf("delete %s: %v", p, err)
-	}
 }
 
 // session connects a Session observed by e's telemetry to addr, closed

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -119,7 +120,10 @@ loop:
 				phase = time.After(between(set.gapMin, set.gapMax))
 				continue
 			}
-			frozen = pick(descendants(root))
+			// A process stopped already was stopped by the test (a
+			// paused ZooKeeper member, a frozen lock holder): a starved
+			// machine would not wake it, so the thaw must not either.
+			frozen = slices.DeleteFunc(pick(descendants(root)), func(p proc) bool { return p.state == "T" || p.state == "t" })
 			pause := between(set.pauseMin, set.pauseMax)
 			signalAll(frozen, syscall.SIGSTOP)
 			pauses++
@@ -194,6 +198,7 @@ type proc struct {
 	pid, ppid int
 	start     string // start time, in clock ticks since boot
 	comm      string
+	state     string // R, S, T (stopped), ...
 }
 
 // readProc reads /proc/PID/stat.
@@ -217,7 +222,7 @@ func readProc(pid int) (proc, error) {
 	if err != nil {
 		return proc{}, err
 	}
-	return proc{pid: pid, ppid: ppid, start: f[19], comm: s[lp+1 : rp]}, nil
+	return proc{pid: pid, ppid: ppid, start: f[19], comm: s[lp+1 : rp], state: f[0]}, nil
 }
 
 // descendants lists root and every process descending from it, root
