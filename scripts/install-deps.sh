@@ -3,7 +3,7 @@
 # Apache ZooKeeper 3.8 (real server for the tests), Curator's recipes and
 # service discovery (Java interop tests), kazoo (Python interop tests), a JDK
 # (javac), MIT Kerberos (a KDC for the Kerberos tests) and PostgreSQL (the
-# fencing adapters' tests).
+# fencing adapters' tests), Chromium (zkr console's browser tests).
 set -euo pipefail
 
 need=()
@@ -28,6 +28,9 @@ compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql)
 # curl, for cmd/zkr's TestLockTokenThroughGuard: the shell pattern of
 # docs/fencing.md, a zkr lock command sending its token with curl.
 command -v curl >/dev/null 2>&1 || need+=(curl)
+# Chromium, headless, for zkr console's browser tests (cmd/zkr, driven with
+# chromedp, which never downloads a browser of its own).
+[ -x /usr/bin/chromium ] || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then
 	echo "install-deps: everything is installed"

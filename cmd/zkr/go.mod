@@ -5,9 +5,10 @@ module github.com/zkrecipes/zkrecipes/cmd/zkr
 // one commit), so that go install ...@version needs no replace directive; in
 // a checkout, go.work at the root builds against their directories instead.
 
-go 1.24.0
+go 1.25.0
 
 require (
+	github.com/chromedp/chromedp v0.23.0
 	github.com/jcmturner/gokrb5/v8 v8.4.4
 	github.com/prometheus/client_golang v1.23.2
 	github.com/schollz/progressbar/v3 v3.19.0
@@ -28,6 +29,8 @@ require (
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/go-uuid v1.0.3 // indirect

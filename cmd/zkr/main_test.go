@@ -63,6 +63,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building zkr: %v\n", buildErr)
 		return 1
 	}
+	defer stopBrowser()
 	return m.Run()
 }
 

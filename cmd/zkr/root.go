@@ -108,7 +108,7 @@ session and granted the lock to someone else.
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetIn(a.stdin)
-	root.CompletionOptions.DisableDefaultCmd = true
+	// cobra's completion command stays on: zkr completion bash|zsh|fish|powershell.
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usagef("%w", err) })
 
 	f := root.PersistentFlags()
@@ -156,6 +156,7 @@ session and granted the lock to someone else.
 		a.newExportCmd(),
 		a.newImportCmd(),
 		a.newDiffCmd(),
+		a.newConsoleCmd(),
 		a.newVersionCmd(),
 	)
 	// --version by hand: cobra's Version field prints through a text
