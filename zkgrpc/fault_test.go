@@ -145,13 +145,7 @@ func TestResolverCut(t *testing.T) {
 	servers := []*server{serveWith(t, ctx, srvSessions.newSession, base, "echo", "0"), serve(t, ctx, base, "1")}
 	log := &sessionLog{addr: p.Addr(), timeout: zktest.Bound(1500 * time.Millisecond)}
 	b := &errorsSeen{Builder: zkgrpc.NewBuilder(log.newSession, base)}
-	conn, err := grpc.NewClient("zk:///echo", grpc.WithResolvers(b),
-		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialRoundRobin(t, b, "zk:///echo")
 	spreadOver(t, ctx, conn, "calls over the two servers", servers[0].addr, servers[1].addr)
 	first := log.sessions()[0]
 

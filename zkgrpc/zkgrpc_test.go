@@ -125,13 +125,7 @@ func TestResolver(t *testing.T) {
 		}
 		return s, err
 	}, base)
-	conn, err := grpc.NewClient("zk:///echo", grpc.WithResolvers(b),
-		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dialRoundRobin(t, b, "zk:///echo")
 	spread := func(what string, want ...string) {
 		t.Helper()
 		spreadOver(t, ctx, conn, what, want...)
@@ -354,6 +348,20 @@ func calls(ctx context.Context, conn *grpc.ClientConn, n int) ([]string, error) 
 		out = append(out, p.Addr.String())
 	}
 	return out, nil
+}
+
+// dialRoundRobin dials target through the resolver builder b with the
+// round_robin policy; the connection is closed when the test ends.
+func dialRoundRobin(t *testing.T, b resolver.Builder, target string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(target, grpc.WithResolvers(b),
+		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
 
 // spreadOver waits until n calls in a row on conn reach exactly want, each
