@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
@@ -27,6 +28,16 @@ func Reconfig(ctx context.Context, c *zkclient.Client, add []string, remove []in
 			return cfg, nil
 		}
 		cfg, applied, err := c.Reconfigured(ctx, from)
+		for errors.Is(err, zkclient.ErrConnectionLoss) {
+			// Not known yet (the client is moving too): ask again;
+			// ctx bounds the loop.
+			select {
+			case <-ctx.Done():
+				return cfg, fmt.Errorf("zktest: reconfig +%q -%v from version %x: %w", add, remove, from, ctx.Err())
+			case <-time.After(20 * time.Millisecond): // a poll's pace, not a wait for readiness
+			}
+			cfg, applied, err = c.Reconfigured(ctx, from)
+		}
 		if err != nil {
 			return cfg, fmt.Errorf("zktest: reconfig +%q -%v from version %x: %w", add, remove, from, err)
 		}
