@@ -29,7 +29,9 @@ import (
 // every round each member is read directly, after a sync, and must hold at
 // least the highest acknowledged value. On a loss the members' data
 // directories are copied to $ZKTEST_TXNLOSS_KEEP (default /tmp/zkloss-keep)
-// with the acknowledged history, for reading with LogFormatter.
+// with the acknowledged history, for reading with TxnLogToolkit.
+// ZKTEST_TXNLOSS_RANDOM=1 puts three random faults (stalls, a pause past
+// syncLimit, a kill) before each round's schedule.
 func TestTxnLoss(t *testing.T) {
 	rounds, _ := strconv.Atoi(os.Getenv("ZKTEST_TXNLOSS"))
 	if rounds <= 0 {
@@ -70,12 +72,21 @@ func TestTxnLoss(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl, err := zkclient.Connect(ctx, c.Addrs(), zkclient.WithSessionTimeout(3*time.Second))
-			if err != nil {
-				t.Error(err)
-				return
+			connect := func() *zkclient.Client {
+				for ctx.Err() == nil {
+					cl, err := zkclient.Connect(ctx, c.Addrs(), zkclient.WithSessionTimeout(10*time.Second))
+					if err == nil {
+						return cl
+					}
+				}
+				return nil
 			}
-			defer cl.Close()
+			cl := connect()
+			defer func() {
+				if cl != nil {
+					cl.Close()
+				}
+			}()
 			for ctx.Err() == nil {
 				octx, ocancel := context.WithTimeout(ctx, 2*time.Second)
 				data, st, err := cl.Get(octx, path)
@@ -96,6 +107,12 @@ func TestTxnLoss(t *testing.T) {
 					}
 				}
 				ocancel()
+				if errors.Is(err, zkclient.ErrSessionExpired) || errors.Is(err, zkclient.ErrClosed) {
+					cl.Close()
+					if cl = connect(); cl == nil {
+						return
+					}
+				}
 				if err != nil && ctx.Err() == nil {
 					time.Sleep(20 * time.Millisecond) // back off while the ensemble recovers
 				}
@@ -158,6 +175,43 @@ func TestTxnLoss(t *testing.T) {
 	for round := range rounds {
 		l := leader()
 		variant := round % 4
+		if os.Getenv("ZKTEST_TXNLOSS_RANDOM") != "" {
+			// Nemesis-like: three random faults in a row (two members
+			// stalled, one paused past syncLimit, any member killed
+			// and restarted), then the leader stalled with a follower
+			// or the followers stalled, and the leader killed.
+			for range 3 {
+				switch rand.IntN(3) {
+				case 0:
+					pair := rand.Perm(3)[:2]
+					for _, m := range pair {
+						_ = c.Pause(m)
+					}
+					time.Sleep(time.Duration(2500+rand.IntN(1500)) * time.Millisecond)
+					for _, m := range pair {
+						_ = c.Resume(m)
+					}
+				case 1:
+					one := rand.IntN(3)
+					_ = c.Pause(one)
+					time.Sleep(time.Duration(1200+rand.IntN(800)) * time.Millisecond)
+					_ = c.Resume(one)
+				case 2:
+					one := rand.IntN(3)
+					_ = c.Kill(one)
+					time.Sleep(time.Duration(1000+rand.IntN(1500)) * time.Millisecond)
+					rctx, rcancel := context.WithTimeout(ctx, Bound(90*time.Second))
+					err := c.Restart(rctx, one)
+					rcancel()
+					if err != nil {
+						t.Fatalf("round %d: restart member %d: %v", round, one, err)
+					}
+				}
+				time.Sleep(time.Duration(rand.IntN(1000)) * time.Millisecond)
+			}
+			l = leader()
+			variant = rand.IntN(3)
+		}
 		if variant == 3 {
 			// Seed 3's sequence: two members stalled (the leader among
 			// them or not), one member paused past syncLimit so that it
