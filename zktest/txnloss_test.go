@@ -140,6 +140,7 @@ func TestTxnLoss(t *testing.T) {
 		mu.Unlock()
 		var errs []error
 		for m := range 3 {
+			var lost error // a read below want is final: stop polling
 			err := Poll(Bound(60*time.Second), func() error {
 				cl, err := zkclient.Connect(ctx, []string{c.Addr(m)}, zkclient.WithSessionTimeout(3*time.Second), zkclient.WithConnectTimeout(5*time.Second))
 				if err != nil {
@@ -157,13 +158,12 @@ func TestTxnLoss(t *testing.T) {
 				}
 				v, _ := strconv.ParseInt(string(data), 10, 64)
 				if v < want {
-					return &lostErr{fmt.Sprintf("round %d: member %d reads %d (mzxid %#x) after sync, below the acknowledged %d", round, m, v, st.Mzxid, want)}
+					lost = fmt.Errorf("round %d: member %d reads %d (mzxid %#x) after sync, below the acknowledged %d", round, m, v, st.Mzxid, want)
 				}
 				return nil
 			})
-			var le *lostErr
-			if errors.As(err, &le) {
-				errs = append(errs, err)
+			if lost != nil {
+				errs = append(errs, lost)
 			} else if err != nil {
 				t.Logf("round %d: member %d unreadable: %v", round, m, err)
 			}
@@ -315,7 +315,3 @@ func TestTxnLoss(t *testing.T) {
 	}
 	t.Logf("members' directories and the acknowledged history kept in %s", keep)
 }
-
-type lostErr struct{ s string }
-
-func (e *lostErr) Error() string { return e.s }
