@@ -193,20 +193,19 @@ func (tb *tab) click(sel string) {
 	tb.waitJS(10*time.Second, "clicking "+sel, `(() => { const e = document.querySelector(`+strconv.Quote(sel)+`); if (!e) return "absent"; e.click(); return "clicked"; })()`, "clicked")
 }
 
-// expand clicks the toggle of the tree's row for path until the row for
-// child shows. A listing that failed (the page says so, and the row stays
-// open and empty: under the flake gate's stalls a request can time out)
-// is asked for again the way a user would: by closing the row and opening
-// it again.
+// expand clicks the toggle of the tree's row for path once, and waits
+// until the row for child shows; if it does not, the failure says what
+// rows the tree shows and the page's message.
 func (tb *tab) expand(path, child string) {
 	tb.t.Helper()
 	tb.waitJS(10*time.Second, path+" expanded", `(() => {
 		if (document.querySelector('#tree .row[data-path="`+child+`"]')) return "true";
 		const t = document.querySelector('#tree .row[data-path="`+path+`"] .tog');
-		if (!t) return "false";
-		window.__polls = (window.__polls || 0) + 1;
-		if (t.textContent === "▸" || window.__polls % 50 === 0) t.click();
-		return "false";
+		const seen = [...document.querySelectorAll("#tree .row")].map((r) => r.dataset.path + "[" + (r.querySelector(".tog") || {}).textContent + "]").join(" ");
+		const why = "rows: " + seen + "; message: " + document.getElementById("msg").textContent;
+		if (!t) return why;
+		if (!window.__clicked) { window.__clicked = true; t.click(); }
+		return why;
 	})()`, "true")
 }
 

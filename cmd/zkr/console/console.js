@@ -133,6 +133,7 @@ async function loadPage(node, page) {
   if (node.loading.has(page)) return;
   node.loading.add(page);
   const gen = node.gen;
+  let again = false;
   try {
     const params = { path: node.path, offset: page * PAGE, limit: PAGE, q: node.filter };
     const names = [...node.kids.keys()];
@@ -148,8 +149,14 @@ async function loadPage(node, page) {
       node.total = body.total;
       node.all = body.all;
       node.pages.set(page, body.children);
+      const before = node.kidIndex;
       node.kidIndex = new Map(Object.entries(body.positions || {}));
       for (const n of names) if (!node.kidIndex.has(n)) { forget(node.kids.get(n)); node.kids.delete(n); }
+      // A child expanded while this listing was on its way was not asked
+      // about: keep where it was, and ask again.
+      for (const n of node.kids.keys()) {
+        if (!names.includes(n) && before.has(n)) { node.kidIndex.set(n, before.get(n)); again = true; }
+      }
       node.row.children = body.all;
     }
   } catch (e) {
@@ -157,6 +164,7 @@ async function loadPage(node, page) {
   } finally {
     node.loading.delete(page);
   }
+  if (again) loadPage(node, page);
   render();
 }
 
@@ -187,9 +195,9 @@ function expandRow(parent, index, row) {
   if (!k) {
     k = new TNode(path, parent.depth + 1, row);
     parent.kids.set(row.name, k);
-    parent.kidIndex.set(row.name, index);
     state.nodes.set(path, k);
   }
+  parent.kidIndex.set(row.name, index); // where it is in the listing drawn
   toggle(k);
 }
 
@@ -206,10 +214,13 @@ let rendering = false;
 function render() {
   if (rendering || !state.top) return;
   rendering = true;
-  requestAnimationFrame(() => {
+  const go = () => {
+    if (!rendering) return;
     rendering = false;
     draw();
-  });
+  };
+  requestAnimationFrame(go);
+  setTimeout(go, 100); // a hidden or throttled tab may get no animation frame
 }
 
 function draw() {
