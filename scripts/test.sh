@@ -103,7 +103,7 @@ jsons+=("zkserver=$out/zkserver.json")
 setsid bash -c 'rc=0; ZKTEST_SERVER=zkserver go test -json -race -count=1 -timeout 12m . >"$1" 2>&1 || rc=$?; echo "$rc" >"$2"' \
 	_ "$out/zkserver.json" "$out/zkserver.rc" &
 embedded=$!
-trap 'kill -- -"$embedded" 2>/dev/null; rm -rf "$out"' EXIT
+trap 'kill -- -"$embedded" 2>/dev/null || true; rm -rf "$out"' EXIT
 gotest race -p "${TEST_P:-4}" -race -count=1 -timeout 12m -skip '^TestNemesis$' "${pkgs[@]}"
 wait "$embedded" || true
 step "the recipe suite on the embedded server (run beside the above)"
