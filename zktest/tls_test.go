@@ -194,15 +194,33 @@ func TestTLSEnsemble(t *testing.T) {
 	}
 	refused(t, addrs[2], caOnlyTLS(t, c.TLSFiles()), "without a client certificate")
 
+	// Kill the leader: a quorum is left, and the two others elect a
+	// leader, closing connections until they have.
 	ctx := testContext(t)
-	if err := c.Kill(1); err != nil {
+	leader := -1
+	for i := range 3 {
+		if mode, err := c.Mode(ctx, i); err == nil && mode == "leader" {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		t.Fatal("no leader")
+	}
+	if err := c.Kill(leader); err != nil {
 		t.Fatal(err)
 	}
-	mustTLSSession(t, addrs[0], c.ClientTLS()) // a quorum is left
-	if err := c.Restart(ctx, 1); err != nil {
+	other := (leader + 1) % 3
+	Eventually(t, 20*time.Second, "a session over TLS after the leader is killed", func() error {
+		conn, _, err := tlsConnect(t, addrs[other], c.ClientTLS())
+		if conn != nil {
+			conn.Close()
+		}
+		return err
+	})
+	if err := c.Restart(ctx, leader); err != nil {
 		t.Fatal(err)
 	}
-	mustTLSSession(t, c.SecureAddr(1), c.ClientTLS())
+	mustTLSSession(t, c.SecureAddr(leader), c.ClientTLS())
 }
 
 // newTestMaterial makes certificates of another, unrelated CA.

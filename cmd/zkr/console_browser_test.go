@@ -101,6 +101,12 @@ type tab struct {
 	t   *testing.T
 	ctx context.Context
 
+	// close closes the tab and fails the test on the errors the page
+	// reported. A test defers it: a clean-up that deletes the nodes the
+	// page shows must not run while the page is open, for the page then
+	// asks for them and the browser logs the 404s.
+	close func()
+
 	mu     sync.Mutex
 	errors []string
 }
@@ -131,7 +137,7 @@ func newTab(t *testing.T) *tab {
 			}
 		}
 	}()
-	t.Cleanup(func() {
+	tb.close = sync.OnceFunc(func() {
 		cancel()
 		<-done
 		tb.mu.Lock()
@@ -140,6 +146,7 @@ func newTab(t *testing.T) *tab {
 			t.Errorf("the page reported an error: %s", e)
 		}
 	})
+	t.Cleanup(tb.close)
 	return tb
 }
 
@@ -264,7 +271,8 @@ func chain(nodes []string) string {
 func TestConsoleBrowser(t *testing.T) {
 	addr := servers(t)
 	tc := newTestConsole(t, consoleOptions{AllowWrites: true})
-	tb := newTab(t) // closed before the console (cleanups run last first)
+	tb := newTab(t)
+	defer tb.close()
 	base := testPath(t, "app")
 	lockPath := base + "/locks/report"
 	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(30*time.Second))
@@ -388,6 +396,7 @@ func TestConsoleBrowser(t *testing.T) {
 func TestConsoleBrowserXSS(t *testing.T) {
 	tc := newTestConsole(t, consoleOptions{})
 	tb := newTab(t)
+	defer tb.close()
 	base := testPath(t, "xss")
 	payload := `<script>window.__pwned = "script"</script><img src=x onerror="window.__pwned='img'"><b id="bold">bold</b>`
 	id := `<img src=x onerror="window.__pwned=2">`
@@ -429,6 +438,7 @@ func TestConsoleBrowserOrphan(t *testing.T) {
 	addr := servers(t)
 	tc := newTestConsole(t, consoleOptions{})
 	tb := newTab(t)
+	defer tb.close()
 	proxy := zktest.NewProxyT(t, addr)
 	lockPath := testPath(t, "lock")
 	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
@@ -480,6 +490,7 @@ func TestConsoleBrowserBigTree(t *testing.T) {
 	const n = 100_000
 	tc := newTestConsole(t, consoleOptions{})
 	tb := newTab(t)
+	defer tb.close()
 	base := testPath(t, "big")
 	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(60*time.Second))
 	defer cancel()
