@@ -30,6 +30,7 @@ type Cluster struct {
 
 	mu     sync.Mutex // guards closed against starting processes, and members (AddMember)
 	closed bool
+	keep   bool // Close leaves dir (set by StartT for a failed test)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -489,13 +490,15 @@ func (c *Cluster) Close() error {
 		}
 		var errs []error
 		c.mu.Lock()
-		members := c.members
+		members, keep := c.members, c.keep
 		c.mu.Unlock()
 		for _, m := range members {
 			errs = append(errs, m.stop(syscall.SIGKILL, 0))
 		}
-		if err := os.RemoveAll(c.dir); err != nil {
-			errs = append(errs, fmt.Errorf("zktest: %w", err))
+		if !keep {
+			if err := os.RemoveAll(c.dir); err != nil {
+				errs = append(errs, fmt.Errorf("zktest: %w", err))
+			}
 		}
 		c.closeErr = errors.Join(errs...)
 	})

@@ -12,7 +12,9 @@ import (
 )
 
 // StartT starts ZooKeeper like Start and closes it when the test ends
-// (tb.Cleanup). If Java or ZooKeeper is not installed it skips the test
+// (tb.Cleanup); if the test failed, the members' directories (their data,
+// transaction logs and zookeeper.log) stay for a post-mortem, and the test's
+// log says where. If Java or ZooKeeper is not installed it skips the test
 // with the reason, or fails it when running in CI (see SkipOrFail), also
 // when only opts need them (an ensemble, Options.TLS, Kerberos or
 // RealZooKeeper while the embedded server stands in, see [ServerEnv], or
@@ -27,6 +29,12 @@ func StartT(tb testing.TB, opts Options) *Cluster {
 	// even with ZKTEST_SERVER=zkserver.
 	SkipOrFail(tb, err)
 	tb.Cleanup(func() {
+		if tb.Failed() && c.emb == nil {
+			c.mu.Lock()
+			c.keep = true
+			c.mu.Unlock()
+			defer tb.Logf("zktest: the test failed; the members' directories (data, transaction logs, zookeeper.log, configuration) are kept in %s", c.dir)
+		}
 		if err := c.Close(); err != nil {
 			tb.Errorf("%v", err)
 		}
