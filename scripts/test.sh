@@ -3,7 +3,7 @@
 #
 # Installs what is missing (Debian packages), then over every module of the
 # workspace (go.work's modules, or the root module alone when there is no
-# go.work): gofmt, the go line check, go vet, staticcheck; every test once with
+# go.work): gofmt, the go line check; go vet and staticcheck beside every test, once, with
 # the race detector against real ZooKeeper (started by the tests themselves);
 # the fault suite (TestNemesis) on its regression seeds and one random seed; the
 # recipe suite again on the embedded server; the twenty slowest tests; two short
@@ -15,7 +15,7 @@
 #
 # Environment: ZKTEST_SCALE stretches the tests' upper time bounds (CI sets it,
 # see .ci/run); NEMESIS_SEED replaces the fault suite's random seed (to replay a
-# run); NEMESIS_JOBS is how many fault-suite runs go at once (2).
+# run); NEMESIS_JOBS is how many fault-suite runs go at once (3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -39,7 +39,7 @@ for d in "${moddirs[@]}"; do
 done
 echo "modules: ${pkgs[*]}; ZKTEST_SCALE=${ZKTEST_SCALE:-unset} (doubled under -race)"
 
-step "static checks"
+step "static checks: gofmt, go lines (vet and staticcheck run beside the tests)"
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
 	echo "gofmt would change: $unformatted" >&2
@@ -57,15 +57,23 @@ for d in "${moddirs[@]}"; do
 		exit 1
 	fi
 done
-go vet "${pkgs[@]}"
-# staticcheck and testtool live in their own module (tools/) so that its newer
-# go line and its dependencies are not the library's.
-GOWORK=off go -C tools build -o "$out/staticcheck" honnef.co/go/tools/cmd/staticcheck
+# testtool prints the test runs below; built first.
 GOWORK=off go -C tools build -o "$out/testtool" ./testtool
-"$out/staticcheck" "${pkgs[@]}"
-GOWORK=off go -C tools vet ./...
-(cd tools && GOWORK=off "$out/staticcheck" ./...)
-GOWORK=off go -C tools test -count=1 ./...
+
+# vet and staticcheck, which compile and analyse every package (minutes, on
+# a cold build cache), run beside the race run below, whose tests mostly
+# wait; their output is shown when the race run is done, and their failure
+# fails the script as if they had run first.
+static() {
+	go vet "$@"
+	# staticcheck and testtool live in their own module (tools/) so that
+	# its newer go line and its dependencies are not the library's.
+	GOWORK=off go -C tools build -o "$out/staticcheck" honnef.co/go/tools/cmd/staticcheck
+	"$out/staticcheck" "$@"
+	GOWORK=off go -C tools vet ./...
+	(cd tools && GOWORK=off "$out/staticcheck" ./...)
+	GOWORK=off go -C tools test -count=1 ./...
+}
 
 # Test runs write go test -json to $out/LABEL.json and show go test's own text
 # (failures in full, one line per package). jsons feeds the slowest list.
@@ -103,8 +111,16 @@ jsons+=("zkserver=$out/zkserver.json")
 setsid bash -c 'rc=0; ZKTEST_SERVER=zkserver go test -json -race -count=1 -timeout 12m . >"$1" 2>&1 || rc=$?; echo "$rc" >"$2"' \
 	_ "$out/zkserver.json" "$out/zkserver.rc" &
 embedded=$!
-trap 'kill -- -"$embedded" 2>/dev/null || true; rm -rf "$out"' EXIT
+# (static.rc is written only if every check passed.)
+out=$out setsid bash -c "set -euo pipefail; $(declare -f static); exec >$out/static.log 2>&1; static \"\$@\"; echo 0 >$out/static.rc" \
+	_ "${pkgs[@]}" &
+static=$!
+trap 'kill -- -"$embedded" -"$static" 2>/dev/null || true; rm -rf "$out"' EXIT
 gotest race -p "${TEST_P:-4}" -race -count=1 -timeout 12m -skip '^TestNemesis$' "${pkgs[@]}"
+wait "$static" || true
+step "go vet and staticcheck (run beside the above)"
+cat "$out/static.log"
+[ -f "$out/static.rc" ] || { echo "== the static checks failed" >&2; exit 1; }
 wait "$embedded" || true
 step "the recipe suite on the embedded server (run beside the above)"
 "$out/testtool" print <"$out/zkserver.json" || true
@@ -127,7 +143,7 @@ nemesis() {
 	echo "$rc $((SECONDS - t0))" >"$out/nemesis-$seed.rc"
 }
 for seed in "${seeds[@]}" "$random"; do
-	while [ "$(jobs -rp | wc -l)" -ge "${NEMESIS_JOBS:-2}" ]; do wait -n || true; done
+	while [ "$(jobs -rp | wc -l)" -ge "${NEMESIS_JOBS:-3}" ]; do wait -n || true; done
 	echo "seed $seed: started $(date +%T)"
 	nemesis "$seed" &
 done
