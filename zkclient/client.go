@@ -517,7 +517,7 @@ func (c *Client) connectTimeout() time.Duration {
 	c.mu.Lock()
 	t, n := c.timeout, len(c.servers)
 	c.mu.Unlock()
-	return max(t/time.Duration(n), 100*time.Millisecond)
+	return max(min(t/time.Duration(n), t/3), 100*time.Millisecond)
 }
 
 // Close ends the session: it asks the server to close it, which deletes

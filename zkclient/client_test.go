@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -618,4 +620,67 @@ func TestEndedContextSendsNothing(t *testing.T) {
 	if err != nil || len(names) != 0 {
 		t.Errorf("children of %s after the calls: %v %v", e.base, names, err)
 	}
+}
+
+// TestSilentConnectAttempt: an attempt to reach a server that accepts the
+// connection and never answers the handshake (ZooKeeper 3.8 does so to a
+// connection that arrives while it starts, ZOOKEEPER-5051) is given up
+// after a third of the session timeout, so a client of a single server
+// resumes its session on the next attempt instead of waiting on that one
+// until the session has expired.
+func TestSilentConnectAttempt(t *testing.T) {
+	e := newEnv(t)
+	px := e.proxy()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	accepted := make(chan struct{}, 1)
+	go func() {
+		for {
+			nc, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, nc)
+			mu.Unlock()
+			select {
+			case accepted <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		silent.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, nc := range held {
+			nc.Close()
+		}
+	})
+	var dials atomic.Int32
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dials.Add(1) == 2 { // the first attempt after the cut below
+			addr = silent.Addr().String()
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	c := e.connectTo(px.Addr(), zkclient.WithDialer(dial))
+	defer c.Close()
+	id := c.SessionID()
+	states := c.States()
+	px.Cut()
+	<-accepted
+	ev := waitState(t, states, zkclient.StateReconnected)
+	if c.SessionID() != id {
+		t.Fatalf("session 0x%x after the silent attempt, was 0x%x", c.SessionID(), id)
+	}
+	if _, _, err := c.Get(e.ctx, e.base); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("resumed %v after the cut, in %d attempts", ev, dials.Load()-1)
 }

@@ -63,7 +63,11 @@ func WithSessionTimeout(d time.Duration) Option { return func(c *config) { c.tim
 
 // WithConnectTimeout bounds each attempt to reach one server, handshake
 // included. By default it is the session timeout divided by the number of
-// servers, as ZooKeeper's Java client does.
+// servers, as ZooKeeper's Java client does, but at most a third of the
+// session timeout: a server that accepts a connection and never answers
+// (ZooKeeper 3.8 does so to a connection that arrives while it starts,
+// ZOOKEEPER-5051) then leaves time for two more attempts before the
+// session expires, even with one server.
 func WithConnectTimeout(d time.Duration) Option { return func(c *config) { c.connectTimeout = d } }
 
 // WithCloseTimeout bounds how long Close waits for the server to confirm
