@@ -165,6 +165,13 @@ if [ ${#nfailed[@]} -gt 0 ]; then
 	slowest
 	echo
 	echo "== the fault suite failed for seed(s) ${nfailed[*]}; replay: go test -race -run '^TestNemesis\$' -v . -args -nemesis.seed SEED"
+	# Why, last, where a report of the run's tail shows it: the timelines
+	# above can push the violations' own lines out of sight.
+	for seed in "${nfailed[@]}"; do
+		echo "-- seed $seed:"
+		"$out/testtool" print <"$out/nemesis-$seed.json" |
+			grep -E 'violation at|violations \(rerun|could not be carried out|leaked goroutines|panic:|test timed out' | cut -c1-400 | head -20 || true
+	done
 	exit 1
 fi
 
