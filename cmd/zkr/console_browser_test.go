@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -557,5 +558,123 @@ func inBatches(ctx context.Context, t *testing.T, s *zkrecipes.Session, n int, o
 	close(errs)
 	for err := range errs {
 		t.Fatalf("a transaction of %d: %v", batch, err)
+	}
+}
+
+// watchLive makes the page record every state its header's live badge
+// shows, from now on, in window.__live (a MutationObserver: no state is
+// missed however briefly shown); liveSeen returns them, joined by spaces.
+func (tb *tab) watchLive() {
+	tb.t.Helper()
+	tb.eval(`(() => {
+		window.__live = [document.getElementById("live").dataset.state];
+		new MutationObserver(() => {
+			const s = document.getElementById("live").dataset.state;
+			if (window.__live[window.__live.length - 1] !== s) window.__live.push(s);
+		}).observe(document.getElementById("live"), { attributes: true, attributeFilter: ["data-state"] });
+		return "";
+	})()`)
+}
+
+func (tb *tab) liveSeen() string {
+	tb.t.Helper()
+	return tb.eval(`window.__live.join(" ")`)
+}
+
+// treeRowsJS is the paths of the tree's rows, joined by spaces.
+const treeRowsJS = `[...document.querySelectorAll("#tree .row")].map((r) => r.dataset.path).join(" ")`
+
+// TestConsoleBrowserReconnect: the console outlives its ZooKeeper
+// connection and its session. When its connection is cut (a fault proxy
+// refusing it), the page says it is disconnected, and once it is back, it
+// shows what changed meanwhile; when its session expires, the page says
+// so while the console makes a new session, then, on that session, shows
+// what changed meanwhile and follows the subtree as before; the page's
+// event stream stays up throughout.
+func TestConsoleBrowserReconnect(t *testing.T) {
+	addr := servers(t)
+	proxy := zktest.NewProxyT(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(60*time.Second))
+	defer cancel()
+	connect := func(ctx context.Context) (*zkrecipes.Session, error) {
+		return zkrecipes.NewSession(ctx, []string{proxy.Addr()}, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(30*time.Second)))
+	}
+	first, err := connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The console's renewals wait for the test's word, so that the page
+	// can be seen between the expiry and the new session.
+	renew := make(chan struct{})
+	renewals := make(chan *zkrecipes.Session, 4)
+	tc := newTestConsoleOn(t, first, consoleOptions{NewSession: func(ctx context.Context) (*zkrecipes.Session, error) {
+		select {
+		case <-renew:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		s, err := connect(ctx)
+		if err == nil {
+			renewals <- s
+		}
+		return s, err
+	}})
+	t.Cleanup(func() { proxy.Refuse(false) })
+
+	// The test's own writer, on the server directly.
+	w, err := zkrecipes.NewSession(ctx, []string{addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	base := testPath(t, "live")
+	mkNode(t, w, base+"/a", "1")
+
+	tb := newTab(t)
+	defer tb.close()
+	tb.do(chromedp.Navigate(tc.srv.URL + "/?path=" + url.QueryEscape(base)))
+	tb.waitJS(10*time.Second, "the event stream", `document.getElementById("live").dataset.state`, "live")
+	tb.waitJS(10*time.Second, "the tree", treeRowsJS, base+" "+base+"/a")
+	tb.watchLive()
+
+	// A plain disconnection: the session lives on.
+	proxy.Refuse(true)
+	proxy.Cut()
+	tb.waitJS(10*time.Second, "the page telling the disconnection", `document.getElementById("live").dataset.state`, "disconnected")
+	tb.shot("disconnected")
+	mkNode(t, w, base+"/b", "")
+	proxy.Refuse(false)
+	tb.waitJS(10*time.Second, "the page after the reconnection", `document.getElementById("live").dataset.state`, "live")
+	tb.waitJS(10*time.Second, "a node made while disconnected", treeRowsJS, base+" "+base+"/a "+base+"/b")
+	if s := tc.session(); s != first {
+		t.Fatal("the console changed sessions on a mere disconnection")
+	}
+
+	// The session expires.
+	id, pw := first.Credentials()
+	if err := zktest.ExpireSession(ctx, addr, id, pw); err != nil {
+		t.Fatal(err)
+	}
+	tb.waitJS(10*time.Second, "the page telling the expiry", `document.getElementById("live").dataset.state`, "expired")
+	tb.shot("expired")
+	mkNode(t, w, base+"/c", "")
+	close(renew)
+	var next *zkrecipes.Session
+	select {
+	case next = <-renewals:
+	case <-time.After(zktest.Bound(10 * time.Second)):
+		t.Fatal("the console made no new session")
+	}
+	tb.waitJS(10*time.Second, "the page on the new session", `document.getElementById("live").dataset.state + " " + document.getElementById("live").dataset.session`,
+		"live "+sessionIDHex(next.ID()))
+	tb.waitJS(10*time.Second, "a node made while expired", treeRowsJS, base+" "+base+"/a "+base+"/b "+base+"/c")
+	// The subtree is followed on the new session.
+	mkNode(t, w, base+"/d", "")
+	took := tb.waitJS(time.Second, "a node made on the new session", treeRowsJS, base+" "+base+"/a "+base+"/b "+base+"/c "+base+"/d")
+	t.Logf("a change after the renewal reached the page in %v", took)
+	// The expiry's takeover disconnects the console before it learns
+	// that its session expired.
+	if seen := tb.liveSeen(); !regexp.MustCompile(`^live disconnected live (disconnected )?expired live$`).MatchString(seen) {
+		t.Errorf("the page showed %q, want live disconnected live [disconnected] expired live (the event stream up throughout)", seen)
 	}
 }

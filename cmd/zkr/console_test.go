@@ -33,6 +33,14 @@ func newTestConsole(t *testing.T, opts consoleOptions) *testConsole {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newTestConsoleOn(t, s, opts)
+}
+
+// newTestConsoleOn is newTestConsole on the session s, which it closes at
+// the end.
+func newTestConsoleOn(t *testing.T, s *zkrecipes.Session, opts consoleOptions) *testConsole {
+	t.Helper()
+	addr := servers(t)
 	if opts.Servers == nil {
 		opts.Servers = []string{addr}
 	}
@@ -211,8 +219,9 @@ func TestConsolePublicAddrRefused(t *testing.T) {
 	oneLineError(t, r)
 }
 
-// TestConsoleEvents: a change under the shown subtree reaches the event
-// stream within a second.
+// TestConsoleEvents: the event stream tells the console's connection
+// state first; a change under the shown subtree reaches it within a
+// second.
 func TestConsoleEvents(t *testing.T) {
 	tc := newTestConsole(t, consoleOptions{})
 	path := testPath(t, "tree")
@@ -254,6 +263,11 @@ func TestConsoleEvents(t *testing.T) {
 	}
 	if e := next(10 * time.Second); !strings.HasPrefix(e, "ready ") {
 		t.Fatalf("first event %q, want ready", e)
+	}
+	var cs connState
+	if e := next(time.Second); !strings.HasPrefix(e, "conn ") || json.Unmarshal([]byte(e[5:]), &cs) != nil ||
+		cs != (connState{State: connConnected, Session: sessionIDHex(tc.s.ID())}) {
+		t.Fatalf("second event %q, want the connection's state (connected, session 0x%x)", e, tc.s.ID())
 	}
 	if _, err := tc.s.Set(context.Background(), path+"/a", []byte("2"), -1); err != nil {
 		t.Fatal(err)

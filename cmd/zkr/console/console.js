@@ -19,6 +19,9 @@ const state = {
   detailsDirty: false,
   recipesDirty: true,
   stream: null,       // AbortController of the event stream
+  streamState: "connecting", // the event stream: connecting, up, down
+  streamWhy: "",
+  conn: null,         // the console's link to ZooKeeper (the "conn" event)
   history: new Map(), // server -> [{lat, out, watches}]
 };
 
@@ -532,11 +535,32 @@ async function loadHealth() {
 
 // ---------------------------------------------------------- live
 
-function setLive(s, title) {
+// setLive tells the state of the event stream (connecting, up, down, and
+// why), then shows it with the console's link to ZooKeeper.
+function setLive(s, why) {
+  state.streamState = s;
+  state.streamWhy = why || "";
+  showLive();
+}
+
+// showLive shows, in the header, whether what the page shows is live:
+// "live", "disconnected" (the console's ZooKeeper connection is down: what
+// is shown may be stale), "expired" (its session ended: it is making a new
+// one), or the event stream "connecting" or "down".
+function showLive() {
   const e = $("live");
+  const c = state.conn;
+  let s = state.streamState, text = s, title = state.streamWhy || "the event stream";
+  if (s === "up") {
+    s = c ? c.state : "connected";
+    if (s === "connected") { s = "live"; text = "live"; title = "the watch on " + state.root + (c ? ", session " + c.session : ""); }
+    else if (s === "disconnected") { text = "ZooKeeper disconnected: the page may be stale"; title = c.error || ""; }
+    else { s = "expired"; text = "session expired: reconnecting"; title = c.error || ""; }
+  }
   e.dataset.state = s;
-  e.textContent = s;
-  e.title = title || "the watch on " + state.root;
+  e.dataset.session = c ? c.session : "";
+  e.textContent = text;
+  e.title = title;
 }
 
 // follow reads the subtree's changes (server-sent events, over fetch so
@@ -546,6 +570,7 @@ async function follow(root) {
   const ctrl = new AbortController();
   state.stream = ctrl;
   setLive("connecting");
+  let pause = 250;
   while (!ctrl.signal.aborted) {
     try {
       const res = await fetch("/api/events?" + new URLSearchParams({ path: root }), { headers: headers(false), signal: ctrl.signal });
@@ -559,6 +584,7 @@ async function follow(root) {
         const { value, done } = await reader.read();
         if (done) break;
         buf += value;
+        pause = 250;
         let i;
         while ((i = buf.indexOf("\n\n")) >= 0) {
           const block = buf.slice(0, i);
@@ -571,7 +597,8 @@ async function follow(root) {
       if (ctrl.signal.aborted) return;
       setLive("down", e.message);
     }
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, pause / 2 + Math.random() * pause / 2));
+    pause = Math.min(2 * pause, 5000);
   }
 }
 
@@ -582,8 +609,15 @@ function onEvent(block) {
     else if (line.startsWith("data: ")) data += line.slice(6);
   }
   if (type === "ready") {
-    setLive("live");
+    setLive("up");
     refreshAll(); // what changed while the stream was down
+  } else if (type === "conn") {
+    const was = state.conn;
+    state.conn = JSON.parse(data);
+    showLive();
+    // Back (the same session reconnected, or a new one): read what is
+    // shown again, as the requests made meanwhile failed.
+    if (state.conn.state === "connected" && was && (was.state !== "connected" || was.session !== state.conn.session)) refreshAll();
   } else if (type === "change") {
     for (const c of JSON.parse(data)) changed(c.path);
     schedule();
@@ -607,6 +641,9 @@ function schedule() {
   if (timer) return;
   timer = setTimeout(() => {
     timer = null;
+    // While the console's ZooKeeper link is down, its reads fail: keep
+    // what is to read again until the link is back (refreshAll then).
+    if (state.conn && state.conn.state !== "connected") return;
     for (const p of state.dirty) {
       const n = state.nodes.get(p);
       if (n && n.expanded) reread(n);
