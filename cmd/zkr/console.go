@@ -67,7 +67,9 @@ HTTP: put it behind a TLS proxy if it leaves the machine. It runs until
 interrupted. When its ZooKeeper connection is down, the page says so (and
 that what it shows may be stale) and catches up once it is back; when its
 session expires, the console makes a new one (again, with a pause growing
-to 5 s, while that fails) and follows the shown subtrees on it.
+to 5 s, while that fails) and follows the shown subtrees on it. The page
+retries a listing that fails meanwhile (an answer 5xx, or none), with a
+pause growing to 5 s, and says so; a node found deleted leaves the tree.
 JSON API (the page's): /api/children, /api/node, /api/recipes,
 /api/health, /api/events (GET, ?path=...), /api/create, /api/set,
 /api/delete (POST, JSON, with the token).`,

@@ -42,7 +42,15 @@ function el(tag, attrs, ...kids) {
   return e;
 }
 
-function say(text) { $("msg").textContent = text || ""; }
+// say shows text in the message bar; about, if given, is the path the
+// message is about, for unsay.
+function say(text, about) {
+  $("msg").textContent = text || "";
+  $("msg").dataset.about = about || "";
+}
+
+// unsay clears the message bar if its message is about path.
+function unsay(path) { if ($("msg").dataset.about === path) say(""); }
 
 function headers(json) {
   const h = {};
@@ -132,22 +140,36 @@ class TNode {
   }
 }
 
+// loadPage reads a page of node's children. A listing that fails on the
+// console's side (a 5xx: its ZooKeeper link is down, say) or on the way (a
+// network error) is read again after a pause that doubles from 250 ms to
+// 5 s, and the page says it is retrying; a node gone (404) is taken out of
+// the tree instead; another refusal (4xx) is shown and not retried.
 async function loadPage(node, page) {
   if (node.loading.has(page)) return;
   node.loading.add(page);
   const gen = node.gen;
-  let again = false;
+  let again = false, failed = null;
   try {
     const params = { path: node.path, offset: page * PAGE, limit: PAGE, q: node.filter };
     const names = [...node.kids.keys()];
     const q = new URLSearchParams(params);
     for (const n of names) q.append("locate", n);
-    const res = await fetch("/api/children?" + q, { headers: headers(false) });
-    const body = await res.json().catch(() => ({ error: res.statusText }));
+    let res, body;
+    try {
+      res = await fetch("/api/children?" + q, { headers: headers(false) });
+      body = await res.json().catch(() => ({ error: res.statusText }));
+    } catch (e) {
+      if (gen === node.gen) failed = "the console did not answer (" + e.message + ")";
+      return;
+    }
     if (gen !== node.gen) return;
-    if (!res.ok) {
-      if (res.status === 404 && node !== state.top) { node.total = 0; node.pages.clear(); }
-      else throw new Error(body.error || res.statusText);
+    if (res.status === 404) {
+      gone(node);
+    } else if (res.status >= 500) {
+      failed = body.error || res.statusText;
+    } else if (!res.ok) {
+      say("listing " + node.path + ": " + (body.error || res.statusText));
     } else {
       node.total = body.total;
       node.all = body.all;
@@ -161,14 +183,50 @@ async function loadPage(node, page) {
         if (!names.includes(n) && before.has(n)) { node.kidIndex.set(n, before.get(n)); again = true; }
       }
       node.row.children = body.all;
+      node.retry = null;
+      unsay(node.path);
     }
-  } catch (e) {
-    say("listing " + node.path + ": " + e.message);
   } finally {
     node.loading.delete(page);
+    if (failed !== null) retryLater(node, page, failed);
   }
   if (again) loadPage(node, page);
   render();
+}
+
+// retryLater reads node's page again after the next pause of its backoff,
+// and says so.
+function retryLater(node, page, why) {
+  const r = node.retry || (node.retry = { attempt: 0, bound: 250 });
+  r.attempt++;
+  const pause = r.bound / 2 + Math.random() * r.bound / 2;
+  r.bound = Math.min(2 * r.bound, 5000);
+  say(`listing ${node.path} failed: ${why}; retrying in ${(pause / 1000).toFixed(1)} s (attempt ${r.attempt})`, node.path);
+  const gen = node.gen;
+  setTimeout(() => { if (gen === node.gen && state.nodes.get(node.path) === node) loadPage(node, page); }, pause);
+  render();
+}
+
+// gone takes a node whose listing found it deleted out of the tree: its
+// parent's listing is read again; the shown subtree's root stays, empty,
+// and the page says it does not exist (its creation is an event).
+function gone(node) {
+  node.pages.clear();
+  node.total = 0;
+  node.row.children = 0;
+  node.retry = null;
+  unsay(node.path);
+  if (node === state.top) {
+    say(node.path + " does not exist", node.path);
+    return;
+  }
+  const parent = state.nodes.get(dirname(node.path));
+  if (parent && parent.kids.get(node.row.name) === node) {
+    parent.kids.delete(node.row.name);
+    parent.kidIndex.delete(node.row.name);
+    if (parent.expanded) reread(parent);
+  }
+  forget(node);
 }
 
 function forget(node) {
@@ -244,7 +302,10 @@ function draw() {
       depth = parent.depth + 1;
       if (!row) {
         loadPage(parent, Math.floor(index / PAGE));
-        frag.append(el("div", { class: "row loading", style: { top: r * ROWH + "px", paddingLeft: depth * 16 + 16 + "px" } }, "…"));
+        frag.append(el("div", {
+          class: "row loading" + (parent.retry ? " retrying" : ""),
+          style: { top: r * ROWH + "px", paddingLeft: depth * 16 + 16 + "px" },
+        }, parent.retry ? `… retrying (attempt ${parent.retry.attempt})` : "…"));
         continue;
       }
       path = join(parent.path, row.name);
