@@ -38,7 +38,10 @@ chosen at the top of the page (/ by default):
             or leads, who waits, and whom each waiter watches, drawn as a
             chain; each contender's id (its node's data), session and age; a
             node whose session is connected to no server (the "cons"
-            four-letter word) flagged as an orphan.
+            four-letter word) flagged as an orphan. Also every semaphore
+            (its leases), work queue and locking queue (its items), service
+            (its instances), group (its members) and double barrier that
+            zkr inspect recognises.
   Ensemble  each server of --servers: mode, latency, outstanding requests,
             znode and watch counts (srvr, mntr), with sparklines of the last
             two minutes; the connected sessions (cons).

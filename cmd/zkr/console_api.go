@@ -396,11 +396,14 @@ const maxLines = 200
 // recipeView is one line of contenders, as the recipes view draws it.
 type recipeView struct {
 	*inspection
-	Pzxid string `json:"pzxid"` // the line's last change of children: at or above the holder's fencing token
+	Pzxid   string `json:"pzxid"`   // the line's last change of children: at or above the holder's fencing token
+	Summary string `json:"summary"` // what the recipe is and holds, in a line
 }
 
-// recipes inspects every line of contenders under path: each node of the
-// subtree's Cache that has a sequential child, with zkrecipes.Inspect.
+// recipes shows every recipe under path: each line of contenders (a node
+// of the subtree's Cache with a sequential child, read with
+// zkrecipes.Inspect) and each recipe recognise knows (read from the
+// Cache's copy).
 func (c *console) recipes(w http.ResponseWriter, r *http.Request) {
 	path := pathArg(r)
 	st, err := c.acquire(r.Context(), path)
@@ -410,44 +413,51 @@ func (c *console) recipes(w http.ResponseWriter, r *http.Request) {
 	}
 	defer c.release(st)
 	cache := st.current()
-	var lines []string
-	truncated := false
-	var walk func(p string)
-	walk = func(p string) {
-		kids := cache.Children(p)
-		if slices.ContainsFunc(kids, seqName.MatchString) {
-			if len(lines) == maxLines {
-				truncated = true
-				return
-			}
-			lines = append(lines, p)
-		}
-		slices.Sort(kids)
-		for _, k := range kids {
-			if !seqName.MatchString(k) { // contenders' own children are not lines
-				walk(joinPath(p, k))
-			}
-		}
-	}
-	walk(path)
-	now := time.Now()
 	s := c.session()
-	out := make([]recipeView, 0, len(lines))
-	var needLive bool
-	for _, p := range lines {
-		v, err := zkrecipes.Inspect(r.Context(), s, p)
+	now := time.Now()
+	out := []recipeView{}
+	truncated := false
+	var walk func(p string) error
+	walk = func(p string) error {
+		if len(out) == maxLines {
+			truncated = true
+			return nil
+		}
+		kids := cache.Children(p)
+		slices.Sort(kids)
+		in, err := recognise(r.Context(), cacheReader{cache}, p, kids, now)
 		if err != nil {
-			httpError(w, statusOf(err), fmt.Errorf("inspecting %s: %w", p, err))
-			return
+			return err
 		}
-		if len(v.Entries) == 0 {
-			continue
+		if in == nil && slices.ContainsFunc(kids, seqName.MatchString) {
+			v, err := zkrecipes.Inspect(r.Context(), s, p)
+			if err != nil {
+				return fmt.Errorf("inspecting %s: %w", p, err)
+			}
+			if len(v.Entries) > 0 {
+				in = newInspection(v, now)
+			}
 		}
-		in := newInspection(v, now)
-		_, pst, _ := cache.Get(p)
-		out = append(out, recipeView{inspection: in, Pzxid: "0x" + strconv.FormatInt(pst.Pzxid, 16)})
-		needLive = true
+		if in != nil {
+			_, pst, _ := cache.Get(p)
+			out = append(out, recipeView{inspection: in, Pzxid: "0x" + strconv.FormatInt(pst.Pzxid, 16), Summary: in.summary()})
+		}
+		for _, k := range kids {
+			// Contenders' and a recipe's own nodes are not recipes.
+			if seqName.MatchString(k) || in != nil && recipeParts(in.Recipe, k) {
+				continue
+			}
+			if err := walk(joinPath(p, k)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
+	if err := walk(path); err != nil {
+		httpError(w, statusOf(err), err)
+		return
+	}
+	needLive := len(out) > 0
 	why := ""
 	sessionsKnown := false
 	if needLive {

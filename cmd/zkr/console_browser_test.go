@@ -710,3 +710,44 @@ func TestConsoleBrowserReconnect(t *testing.T) {
 		t.Errorf("the page showed %q, want live disconnected live [disconnected] expired live (the event stream up throughout)", seen)
 	}
 }
+
+// recipeJS is what the recipes view shows of the recipe at path: its
+// summary, then one "state:kind:id[:taken by]" per entry.
+func recipeJS(path string) string {
+	return `(() => {
+  const line = [...document.querySelectorAll("#recipes .line")].find((l) => l.dataset.path === ` + strconv.Quote(path) + `);
+  if (!line) return "none";
+  return line.querySelector("h3 .kind").textContent + " | " + [...line.querySelectorAll("li")].map((li) =>
+    [li.dataset.state, li.dataset.kind, (li.querySelector(".cid") || {}).textContent || ""].concat(li.querySelector(".taker") ? [li.querySelector(".taker").textContent] : []).join(":")).join(" ");
+})()`
+}
+
+// TestConsoleBrowserRecipes: the recipes view shows, live, the recipes
+// that are not lines of contenders, made on real ZooKeeper by the
+// library's recipes: a semaphore, a work queue, a locking queue, a group,
+// a service's instances and a double barrier, as zkr inspect does.
+func TestConsoleBrowserRecipes(t *testing.T) {
+	tc := newTestConsole(t, consoleOptions{})
+	base := testPath(t, "recipes")
+	want := recipeFixture(t, base)
+	tb := newTab(t)
+	defer tb.close()
+	tb.do(chromedp.Navigate(tc.srv.URL + "/?view=recipes&path=" + url.QueryEscape(base)))
+	tb.waitJS(10*time.Second, "the event stream", `document.getElementById("live").dataset.state`, "live")
+	for _, w := range want {
+		tb.waitJS(10*time.Second, w.Recipe+" at "+w.Path, recipeJS(w.Path), w.Summary+" | "+w.Entries)
+	}
+	if n := tb.eval(`String(document.querySelectorAll("#recipes .line").length)`); n != strconv.Itoa(len(want)) {
+		t.Errorf("the recipes view shows %s recipes, want %d (a recipe's own nodes are not recipes)", n, len(want))
+	}
+	tb.shot("recipes-others")
+
+	// Live: an item offered reaches the page.
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
+	defer cancel()
+	if err := zkrecipes.NewQueue(tc.s, base+"/queue").Offer(ctx, []byte("job-4")); err != nil {
+		t.Fatal(err)
+	}
+	took := tb.waitJS(time.Second, "an item offered", recipeJS(base+"/queue"), "queue, 4 items | queued:item:job-1 queued:item:job-2 queued:item:job-3 queued:item:job-4")
+	t.Logf("an item offered reached the page in %v", took)
+}

@@ -489,44 +489,52 @@ async function loadRecipes() {
   if (state.recipesDirty && state.view === "recipes") loadRecipes();
 }
 
+// LINES are the recipes whose entries are a line of contenders, with
+// fencing tokens; SINCE and IDLABEL say what an entry's age and data are,
+// by its kind.
+const LINES = new Set(["lock", "read/write lock", "election", "mixed"]);
+const SINCE = { lease: "held", member: "joined", instance: "registered", participant: "entered", item: "queued", acquirer: "queued" };
+const IDLABEL = { item: "data", member: "data", instance: "at", participant: "data", lease: "id" };
+
 function drawRecipes() {
   const r = recipes;
   if (!r) return;
   const hint = [];
-  hint.push(r.lines.length ? `${r.lines.length} line${r.lines.length > 1 ? "s" : ""} of contenders under ${r.path}` : `no lock, read/write lock or election under ${r.path}`);
+  hint.push(r.lines.length ? `${r.lines.length} recipe${r.lines.length > 1 ? "s" : ""} under ${r.path}` : `no lock, read/write lock, election, semaphore, queue, group, service or double barrier under ${r.path}`);
   if (r.truncated) hint.push("(only the first ones shown: choose a smaller subtree)");
   if (r.lines.length && !r.sessions_known) hint.push("orphans not looked for: " + r.sessions_unknown_because);
   $("recipeshint").textContent = hint.join(" ");
   const since = Date.now() - recipesAt;
   const out = [];
   for (const line of r.lines) {
-    const list = el("ol", { class: "chain" });
+    const list = el("ol", { class: "chain" + (LINES.has(line.recipe) ? "" : " set") });
     for (const c of line.contenders) {
       const orphan = c.orphaned === true;
       const waitsFor = c.waits_for ? line.contenders[c.waits_for - 1] : null;
       const meta = el("div", { class: "meta" },
         el("span", {}, "kind " + c.kind),
         el("span", {}, "session ", el("code", {}, c.session)),
-        el("span", { class: "age", "data-queued": c.queued_ns / 1e6 }, "queued " + age(c.queued_ns / 1e6 + since) + " ago"),
-        c.id ? el("span", {}, "id ", el("code", { class: "cid" }, c.id)) : null,
+        el("span", { class: "age", "data-queued": c.queued_ns / 1e6, "data-verb": SINCE[c.kind] || "queued" }, (SINCE[c.kind] || "queued") + " " + age(c.queued_ns / 1e6 + since) + " ago"),
+        c.id ? el("span", {}, (IDLABEL[c.kind] || "id") + " ", el("code", { class: "cid" }, c.id)) : null,
+        c.taken_by ? el("span", {}, "taken by ", el("code", { class: "taker" }, c.taken_by)) : null,
       );
       list.append(el("li", {
         class: c.state + (orphan ? " orphan" : ""),
-        "data-node": c.node, "data-state": c.state, "data-waits-for": waitsFor ? waitsFor.node : "",
+        "data-node": c.node, "data-state": c.state, "data-kind": c.kind, "data-waits-for": waitsFor ? waitsFor.node : "",
         "data-orphan": orphan ? "1" : "",
       },
       el("span", { class: "dot" }),
       el("div", { class: "box" },
         el("div", {}, el("span", { class: "state" }, c.state), "#" + c.position + " ", el("code", {}, c.node),
           orphan ? el("span", { class: "flag" }, "orphaned? session connected nowhere") : null,
-          c.session === "persistent" ? el("span", { class: "flag" }, "not ephemeral: stays until deleted") : null),
+          c.session === "persistent" && c.kind !== "item" ? el("span", { class: "flag" }, "not ephemeral: stays until deleted") : null),
         meta,
         waitsFor ? el("div", { class: "watches" }, "↑ watches #" + waitsFor.position + " ", el("code", {}, waitsFor.node)) : null,
       )));
     }
     out.push(el("div", { class: "line", "data-path": line.path },
-      el("h3", {}, line.path, el("span", { class: "kind" }, `${line.recipe}, ${line.contenders.length} in line`)),
-      el("div", { class: "note" }, "line's pzxid " + line.pzxid + " (the holder's fencing token is at most this)"
+      el("h3", {}, line.path, el("span", { class: "kind" }, line.summary)),
+      el("div", { class: "note" }, (LINES.has(line.recipe) ? "line's pzxid " + line.pzxid + " (the holder's fencing token is at most this)" : "")
         + (line.other_children && line.other_children.length ? " · other children: " + line.other_children.join(", ") : "")),
       list));
   }
@@ -537,7 +545,7 @@ function tickAges() {
   if (state.view !== "recipes" || !recipes) return;
   const since = Date.now() - recipesAt;
   for (const s of document.querySelectorAll("#recipes .age")) {
-    s.textContent = "queued " + age(Number(s.dataset.queued) + since) + " ago";
+    s.textContent = s.dataset.verb + " " + age(Number(s.dataset.queued) + since) + " ago";
   }
 }
 
