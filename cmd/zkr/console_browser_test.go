@@ -751,3 +751,18 @@ func TestConsoleBrowserRecipes(t *testing.T) {
 	took := tb.waitJS(time.Second, "an item offered", recipeJS(base+"/queue"), "queue, 4 items | queued:item:job-1 queued:item:job-2 queued:item:job-3 queued:item:job-4")
 	t.Logf("an item offered reached the page in %v", took)
 }
+
+// TestConsoleBrowserLayouts: the recipes view labels a contender named as
+// Curator names it (a zkr Mutex) and one named as kazoo does.
+func TestConsoleBrowserLayouts(t *testing.T) {
+	tc := newTestConsole(t, consoleOptions{})
+	path := testPath(t, "lock")
+	layoutFixture(t, path)
+	tb := newTab(t)
+	defer tb.close()
+	tb.do(chromedp.Navigate(tc.srv.URL + "/?view=recipes&path=" + url.QueryEscape(path)))
+	tb.waitJS(10*time.Second, "the contenders' layouts",
+		`[...document.querySelectorAll("#recipes li")].map((li) => li.dataset.layout + "=" + li.querySelector(".layout").textContent).join(", ")`,
+		"curator=Curator's layout (Curator, zkr), kazoo=kazoo's layout")
+	tb.shot("recipes-layouts")
+}

@@ -28,7 +28,10 @@ func (a *app) newInspectCmd() *cobra.Command {
 InterProcessMutex, kazoo's Lock), a read/write lock (zkr lock --shared, Curator's
 InterProcessReadWriteLock, kazoo's ReadLock/WriteLock) or an election (zkr elect,
 Curator's LeaderLatch), in their order: who holds or leads, who waits and for
-whom, each one's id (the node's data), its session, and how long ago it queued.
+whom, each one's id (the node's data), its session, how long ago it queued,
+and the layout of its node's name, which tells which client made it: curator
+("_c_<uuid>-lock-<seq>" and the like: Curator's, which zkr writes too) or kazoo
+("<id>__lock__<seq>", "<id>__rlock__<seq>").
 
 PATH may also be, recognised from its nodes' layout:
   a semaphore (Curator's InterProcessSemaphoreV2): the leases held, each
@@ -68,8 +71,9 @@ type contenderView struct {
 	Pos      int           `json:"position"` // from 1
 	Node     string        `json:"node"`
 	Seq      int64         `json:"seq"`
-	Kind     string        `json:"kind"`  // mutex, reader, writer, candidate
-	State    string        `json:"state"` // holds, leads, waits
+	Kind     string        `json:"kind"`             // mutex, reader, writer, candidate
+	Layout   string        `json:"layout,omitempty"` // curator, kazoo: the naming of the node (zkrecipes.Contender.Layout)
+	State    string        `json:"state"`            // holds, leads, waits
 	WaitsFor int           `json:"waits_for,omitempty"`
 	ID       string        `json:"id,omitempty"`
 	Session  string        `json:"session"` // "0x…", or "persistent"
@@ -165,6 +169,7 @@ func newInspection(v zkrecipes.Contenders, now time.Time) *inspection {
 			Node:    e.Node,
 			Seq:     int64(e.Seq),
 			Kind:    e.Kind,
+			Layout:  e.Layout,
 			ID:      printable(e.Data),
 			Session: fmt.Sprintf("0x%x", e.Owner),
 			Created: e.Created,
@@ -243,7 +248,7 @@ func (in *inspection) print(a *app) {
 	default:
 		fmt.Fprintf(w, "%s: %s\n", in.Path, in.summary())
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "POS\tSTATE\tKIND\tWAITS FOR\tID\tSESSION\tQUEUED\tNOTE")
+		fmt.Fprintln(tw, "POS\tSTATE\tKIND\tWAITS FOR\tID\tSESSION\tQUEUED\tLAYOUT\tNOTE")
 		for _, cv := range in.Contenders {
 			waits, id, note := "-", cv.ID, ""
 			if cv.WaitsFor > 0 {
@@ -261,7 +266,11 @@ func (in *inspection) print(a *app) {
 			if cv.TakenBy != "" {
 				note = "taken by " + cv.TakenBy
 			}
-			fmt.Fprintf(tw, "#%d\t%s\t%s\t%s\t%s\t%s\t%v\t%s\n", cv.Pos, cv.State, cv.Kind, waits, id, cv.Session, cv.Queued, note)
+			layout := cv.Layout
+			if layout == "" {
+				layout = "-"
+			}
+			fmt.Fprintf(tw, "#%d\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\n", cv.Pos, cv.State, cv.Kind, waits, id, cv.Session, cv.Queued, layout, note)
 		}
 		tw.Flush()
 		if !in.SessionsKnown {

@@ -266,3 +266,43 @@ func TestSeqNumber(t *testing.T) {
 		}
 	}
 }
+
+// layoutFixture queues, on path, a zkr Mutex (Curator's naming) holding
+// and a contender named as kazoo names its Lock's nodes, on a session of
+// its own.
+func layoutFixture(t *testing.T, path string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
+	defer cancel()
+	s, err := zkrecipes.NewSession(ctx, []string{servers(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := zkrecipes.NewMutex(s, path, zkrecipes.WithNodeData([]byte("zkr"))).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, path+"/3f1e7a2b6c4d4d0e9c590f8e7cd21b5a__lock__", []byte("kazoo"), zkclient.EphemeralSequential, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInspectLayouts: zkr inspect tells the layout of each contender's
+// node name: Curator's (which zkr writes) or kazoo's.
+func TestInspectLayouts(t *testing.T) {
+	path := testPath(t, "lock")
+	layoutFixture(t, path)
+	in := inspectJSON(t, path)
+	var got []string
+	for _, cv := range in.Contenders {
+		got = append(got, cv.ID+":"+cv.Layout)
+	}
+	if strings.Join(got, " ") != "zkr:curator kazoo:kazoo" {
+		t.Errorf("inspect --json: layouts %q, want zkr:curator kazoo:kazoo", got)
+	}
+	r := zkr(t, "inspect", path)
+	lines := strings.Split(r.stdout, "\n")
+	if len(lines) < 4 || strings.Fields(lines[1])[8] != "LAYOUT" || strings.Fields(lines[2])[7] != "curator" || strings.Fields(lines[3])[7] != "kazoo" {
+		t.Errorf("inspect: no LAYOUT column saying curator, then kazoo:\n%s", r.stdout)
+	}
+}

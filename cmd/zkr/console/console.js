@@ -494,6 +494,7 @@ async function loadRecipes() {
 // by its kind.
 const LINES = new Set(["lock", "read/write lock", "election", "mixed"]);
 const SINCE = { lease: "held", member: "joined", instance: "registered", participant: "entered", item: "queued", acquirer: "queued" };
+const LAYOUTS = { curator: "Curator's layout (Curator, zkr)", kazoo: "kazoo's layout" };
 const IDLABEL = { item: "data", member: "data", instance: "at", participant: "data", lease: "id" };
 
 function drawRecipes() {
@@ -513,6 +514,7 @@ function drawRecipes() {
       const waitsFor = c.waits_for ? line.contenders[c.waits_for - 1] : null;
       const meta = el("div", { class: "meta" },
         el("span", {}, "kind " + c.kind),
+        c.layout ? el("span", { class: "layout" }, LAYOUTS[c.layout] || c.layout) : null,
         el("span", {}, "session ", el("code", {}, c.session)),
         el("span", { class: "age", "data-queued": c.queued_ns / 1e6, "data-verb": SINCE[c.kind] || "queued" }, (SINCE[c.kind] || "queued") + " " + age(c.queued_ns / 1e6 + since) + " ago"),
         c.id ? el("span", {}, (IDLABEL[c.kind] || "id") + " ", el("code", { class: "cid" }, c.id)) : null,
@@ -520,7 +522,7 @@ function drawRecipes() {
       );
       list.append(el("li", {
         class: c.state + (orphan ? " orphan" : ""),
-        "data-node": c.node, "data-state": c.state, "data-kind": c.kind, "data-waits-for": waitsFor ? waitsFor.node : "",
+        "data-node": c.node, "data-state": c.state, "data-kind": c.kind, "data-layout": c.layout || "", "data-waits-for": waitsFor ? waitsFor.node : "",
         "data-orphan": orphan ? "1" : "",
       },
       el("span", { class: "dot" }),
