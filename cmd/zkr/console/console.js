@@ -815,7 +815,10 @@ async function start() {
   setInterval(() => { if (state.view === "health") loadHealth(); }, 2000);
   // A session cut off changes no node: read the recipes again now and then,
   // for orphans.
-  setInterval(() => { if (state.view === "recipes" && !document.hidden) loadRecipes(); }, 5000);
+  // Not while the console's ZooKeeper link is down: its reads would fail.
+  setInterval(() => {
+    if (state.view === "recipes" && !document.hidden && (!state.conn || state.conn.state === "connected")) loadRecipes();
+  }, 5000);
 
   const q = new URLSearchParams(location.search);
   const v = q.get("view");
