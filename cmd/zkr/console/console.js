@@ -477,12 +477,19 @@ async function loadRecipes() {
   if (recipesLoading) { state.recipesDirty = true; return; }
   recipesLoading = true;
   state.recipesDirty = false;
+  // An answer for another subtree than the one shown now (it changed
+  // while the request was on its way) is dropped, and the shown one read.
+  const root = state.root;
   try {
-    recipes = await api("recipes", { path: state.root });
-    recipesAt = Date.now();
-    drawRecipes();
+    const r = await api("recipes", { path: root });
+    if (root === state.root) {
+      recipes = r;
+      recipesAt = Date.now();
+      drawRecipes();
+    } else state.recipesDirty = true;
   } catch (e) {
-    $("recipes").replaceChildren(el("p", { class: "err" }, e.message));
+    if (root === state.root) $("recipes").replaceChildren(el("p", { class: "err" }, e.message));
+    else state.recipesDirty = true;
   } finally {
     recipesLoading = false;
   }
@@ -822,8 +829,9 @@ async function start() {
 
   const q = new URLSearchParams(location.search);
   const v = q.get("view");
+  state.root = q.get("path") || "/"; // before the view reads its subtree
   if (v === "recipes" || v === "health") setView(v);
-  show(q.get("path") || "/");
+  show(state.root);
 }
 
 start();
