@@ -766,3 +766,19 @@ func TestConsoleBrowserLayouts(t *testing.T) {
 		"curator=Curator's layout (Curator, zkr), kazoo=kazoo's layout")
 	tb.shot("recipes-layouts")
 }
+
+// TestConsoleBrowserMissingRoot: a subtree whose root does not exist is
+// shown as such (its listing's 404 is not an error to retry), and shown
+// once it is created.
+func TestConsoleBrowserMissingRoot(t *testing.T) {
+	tc := newTestConsole(t, consoleOptions{})
+	root := testPath(t, "later")
+	tb := newTab(t)
+	defer tb.close()
+	tb.allow("status of 404 (Not Found) at " + tc.srv.URL + "/api/")
+	tb.do(chromedp.Navigate(tc.srv.URL + "/?path=" + url.QueryEscape(root)))
+	tb.waitJS(10*time.Second, "the event stream", `document.getElementById("live").dataset.state`, "live")
+	tb.waitJS(10*time.Second, "the root said missing", `document.getElementById("msg").textContent`, root+" does not exist")
+	mkNode(t, tc.s, root+"/child", "")
+	tb.waitJS(10*time.Second, "the root, once created", treeRowsJS+` + " | " + document.getElementById("msg").textContent`, root+" "+root+"/child | ")
+}
