@@ -379,10 +379,10 @@ func TestConsoleBrowser(t *testing.T) {
 	tb.expand(base+"/config", base+"/config/app.json")
 	tb.click(`#tree .row[data-path="` + base + `/config/app.json"]`)
 	tb.waitJS(10*time.Second, "the node's data", `(document.querySelector("#details h2")||{}).textContent`, base+"/config/app.json")
-	tb.do(chromedp.Click(`//div[@class="dtabs"]/button[text()="JSON"]`))
+	tb.click(`#details .dtabs button:nth-child(2)`) // JSON (the pane is drawn again on each change: found and clicked in one step)
 	tb.waitJS(10*time.Second, "the data as JSON", `document.getElementById("nodedata").textContent.split("\n")[1]`, `  "replicas": 3,`)
 	tb.shot("tree-json")
-	tb.do(chromedp.Click(`//div[@class="dtabs"]/button[text()="Hex"]`))
+	tb.click(`#details .dtabs button:nth-child(3)`) // Hex
 	tb.waitJS(10*time.Second, "the data as hex", `document.getElementById("nodedata").textContent.slice(0, 20)`, "00000000  7b 22 72 6")
 	tb.shot("tree-hex")
 
