@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -781,4 +783,62 @@ func TestConsoleBrowserMissingRoot(t *testing.T) {
 	tb.waitJS(10*time.Second, "the root said missing", `document.getElementById("msg").textContent`, root+" does not exist")
 	mkNode(t, tc.s, root+"/child", "")
 	tb.waitJS(10*time.Second, "the root, once created", treeRowsJS+` + " | " + document.getElementById("msg").textContent`, root+" "+root+"/child | ")
+}
+
+// TestConsoleBrowserNoAnswer: while the console does not answer at all
+// (its HTTP server stopped), the page says its stream is down and retries
+// a listing that failed, saying so; once the console answers again on its
+// address, the page shows the listing and is live again, by itself.
+func TestConsoleBrowserNoAnswer(t *testing.T) {
+	addr := servers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(30*time.Second))
+	defer cancel()
+	s, err := zkrecipes.NewSession(ctx, []string{addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newConsole(s, consoleOptions{Servers: []string{addr}, Token: newToken()})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: c}
+	go srv.Serve(ln)
+	var srv2 *http.Server
+	t.Cleanup(func() {
+		srv.Close()
+		if srv2 != nil {
+			srv2.Close()
+		}
+		c.Close()
+		s.Close()
+	})
+	base := testPath(t, "tree")
+	mkNode(t, s, base+"/a", "")
+	url0 := "http://" + ln.Addr().String()
+
+	tb := newTab(t)
+	defer tb.close()
+	tb.allow("net::ERR_") // the requests the stopped console does not answer
+	tb.do(chromedp.Navigate(url0 + "/?path=" + url.QueryEscape(base)))
+	tb.waitJS(10*time.Second, "the event stream", `document.getElementById("live").dataset.state`, "live")
+	tb.waitJS(10*time.Second, "the tree", treeRowsJS, base+" "+base+"/a")
+
+	srv.Close() // the listener and every connection, the event stream's too
+	tb.waitJS(10*time.Second, "the page telling its stream down", `document.getElementById("live").dataset.state`, "down")
+	// Filtering the root's children reads its listing again, which fails.
+	tb.do(chromedp.SendKeys(chromedp.CSS("#filter"), "a"))
+	tb.waitJS(10*time.Second, "the page retrying the listing",
+		`/^listing \S+ failed: the console did not answer \(.*\); retrying in [0-9.]+ s \(attempt [0-9]+\)$/.test(document.getElementById("msg").textContent) + " " + document.getElementById("msg").textContent.split(" ")[1]`,
+		"true "+base)
+
+	ln2, err := net.Listen("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatalf("listening again on %s: %v", ln.Addr(), err)
+	}
+	srv2 = &http.Server{Handler: c}
+	go srv2.Serve(ln2)
+	tb.waitJS(10*time.Second, "the retried listing", treeRowsJS+` + " | " + document.getElementById("treecount").textContent + " | " + document.getElementById("msg").textContent`,
+		base+" "+base+"/a | 1 of 1 children | ")
+	tb.waitJS(10*time.Second, "the event stream again", `document.getElementById("live").dataset.state`, "live")
 }
