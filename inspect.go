@@ -23,6 +23,14 @@ type Contender struct {
 	// named like its Lock's.
 	Kind string
 
+	// Layout is the naming the node follows, which tells which client
+	// made it: "curator" ("_c_<uuid>-lock-<seq>" and the like: Apache
+	// Curator's, which this package's recipes write too), "kazoo"
+	// ("<id>__lock__<seq>", "<id>__rlock__<seq>"), or "" for another (a
+	// marker without Curator's prefix, as ZooKeeper's own recipe or a
+	// hand-made node).
+	Layout string
+
 	Data    []byte    // the node's data: the contender's id, for zkr and Curator
 	Owner   int64     // the session that owns the node; 0 if it is not ephemeral
 	Created time.Time // when the node was created, by the server's clock
@@ -97,6 +105,7 @@ func Inspect(ctx context.Context, s *Session, path string) (Contenders, error) {
 			Node:    c.name,
 			Seq:     c.seq,
 			Kind:    kindName(k),
+			Layout:  layoutOf(c.name),
 			Data:    data,
 			Owner:   st.EphemeralOwner,
 			Created: time.UnixMilli(st.Ctime),

@@ -184,6 +184,38 @@ func TestInspectForeignNodes(t *testing.T) {
 	}
 }
 
+// TestInspectLayouts: each contender is labelled with the naming it
+// follows: a Mutex's node and a node named as Curator names it are
+// Curator's, one named as kazoo names it is kazoo's, and others (no
+// protected prefix, or a prefix that is not a UUID) are neither.
+func TestInspectLayouts(t *testing.T) {
+	e := newEnv(t)
+	path := e.path + "/lock"
+	ctx := ctxTimeout(t, time.Minute)
+	if err := zkrecipes.NewMutex(e.session(), path).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{
+		"_c_0f8e7cd2-1b5a-4d0e-9c59-3f1e7a2b6c4d-lock-", // Curator's InterProcessMutex
+		"3f1e7a2b6c4d4d0e9c590f8e7cd21b5a__lock__",      // kazoo's Lock
+		"lock-", // ZooKeeper's own recipe: no prefix
+		"_c_3f1e7a2b6c4d4d0e9c590f8e7cd21b5a-lock-",     // a prefix, not a UUID's text
+		"3f1e7a2b6c4d4d0e9c590f8e7cd21b5a__rlock__",     // kazoo's ReadLock
+		"_c_host-a.example.org-worker-7-process1-lock-", // 36 characters, not a UUID
+	} {
+		_, err := e.admin.Create(path+"/"+name, nil, zkclient.PersistentSequential, openACL)
+		must(t, err, "create %s", name)
+	}
+	v := inspect(t, ctx, e.session(), path)
+	var got []string
+	for _, en := range v.Entries {
+		got = append(got, en.Layout)
+	}
+	if want := []string{"curator", "curator", "kazoo", "", "", "kazoo", ""}; !slices.Equal(got, want) {
+		t.Errorf("layouts %q, want %q", got, want)
+	}
+}
+
 // TestInspectElection: candidates, the leader first, with their ids.
 func TestInspectElection(t *testing.T) {
 	e := newEnv(t)

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // This file holds every node name the recipes recognise, shared with
@@ -108,6 +110,34 @@ func kindOf(name string) kind {
 		}
 	}
 	return kind{}
+}
+
+// The layouts a contender's node name can follow, for Contender.Layout.
+const (
+	// layoutCurator is Apache Curator's "_c_<uuid>-<marker><seq>" (its
+	// protected mode's prefix, then the recipe's marker), which the
+	// recipes of this package write too.
+	layoutCurator = "curator"
+	// layoutKazoo is kazoo's "<id>__lock__<seq>" and "<id>__rlock__<seq>".
+	layoutKazoo = "kazoo"
+)
+
+// layoutOf returns the layout of the contender node name, one of
+// lineKinds: layoutCurator, layoutKazoo, or "" for another naming (a
+// marker without Curator's prefix, say).
+func layoutOf(name string) string {
+	k := kindOf(name)
+	if k.marker == "__lock__" || k.marker == "__rlock__" {
+		return layoutKazoo
+	}
+	// "_c_", a UUID in its 36-character text form, "-".
+	const prefix = len("_c_") + 36 + 1
+	if len(name) > prefix && strings.HasPrefix(name, "_c_") && name[prefix-1] == '-' {
+		if _, err := uuid.Parse(name[3 : prefix-1]); err == nil {
+			return layoutCurator
+		}
+	}
+	return ""
 }
 
 // kindName names a kind for Contender.Kind.

@@ -38,7 +38,10 @@ chosen at the top of the page (/ by default):
             or leads, who waits, and whom each waiter watches, drawn as a
             chain; each contender's id (its node's data), session and age; a
             node whose session is connected to no server (the "cons"
-            four-letter word) flagged as an orphan.
+            four-letter word) flagged as an orphan. Also every semaphore
+            (its leases), work queue and locking queue (its items), service
+            (its instances), group (its members) and double barrier that
+            zkr inspect recognises.
   Ensemble  each server of --servers: mode, latency, outstanding requests,
             znode and watch counts (srvr, mntr), with sparklines of the last
             two minutes; the connected sessions (cons).
@@ -64,7 +67,12 @@ ephemeral nodes.
 --addr must be a loopback address unless --public is given; a public
 console needs the token for every request, reads included. It speaks plain
 HTTP: put it behind a TLS proxy if it leaves the machine. It runs until
-interrupted, or until its ZooKeeper session ends (exit status 1).
+interrupted. When its ZooKeeper connection is down, the page says so (and
+that what it shows may be stale) and catches up once it is back; when its
+session expires, the console makes a new one (again, with a pause growing
+to 5 s, while that fails) and follows the shown subtrees on it. The page
+retries a listing that fails meanwhile (an answer 5xx, or none), with a
+pause growing to 5 s, and says so; a node found deleted leaves the tree.
 JSON API (the page's): /api/children, /api/node, /api/recipes,
 /api/health, /api/events (GET, ?path=...), /api/create, /api/set,
 /api/delete (POST, JSON, with the token).`,
@@ -132,6 +140,18 @@ func (a *app) console(cmd *cobra.Command, addr string, allowWrites, public bool)
 			AllowWrites:  allowWrites,
 			RequireToken: !loopback,
 			Token:        newToken(),
+			NewSession: func(ctx context.Context) (*zkrecipes.Session, error) {
+				fmt.Fprintf(a.stderr, "zkr console: the ZooKeeper session ended; making a new one\n")
+				s, err := a.connect(ctx, false)
+				if err != nil {
+					if ctx.Err() == nil {
+						fmt.Fprintf(a.stderr, "zkr console: %v\n", err)
+					}
+					return nil, err
+				}
+				fmt.Fprintf(a.stderr, "zkr console: new session 0x%x\n", s.ID())
+				return s, nil
+			},
 		})
 		defer c.Close()
 		url := "http://" + ln.Addr().String() + "/"
@@ -148,8 +168,6 @@ func (a *app) console(cmd *cobra.Command, addr string, allowWrites, public bool)
 		select {
 		case err = <-done:
 		case <-ctx.Done():
-		case <-s.Done():
-			err = codef(exitFailure, "console: the ZooKeeper session ended (%v); start zkr console again", s.Err())
 		}
 		c.Close() // ends the event streams, so that Shutdown need not wait for them
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

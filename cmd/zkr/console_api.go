@@ -38,17 +38,29 @@ type consoleOptions struct {
 	AllowWrites  bool        // create, set and delete (with the token)
 	RequireToken bool        // every API request needs the token (a public address)
 	Token        string      // the run's secret
+
+	// NewSession makes the console's next session once the current one is
+	// over (expired); it must return when its ctx ends. The sessions it
+	// makes belong to the console. Nil: the console stays on its expired
+	// session, and every read fails.
+	NewSession func(ctx context.Context) (*zkrecipes.Session, error)
 }
 
 // console is the HTTP handler of zkr console: the embedded page and its
-// JSON API, over one Session. Every read is a read of the server (the
-// page is never shown a stale copy, except the recipes' discovery, which
-// walks the subtree's Cache); each shown subtree is followed by one
-// Cache, shared by the pages showing it.
+// JSON API, over one Session at a time (a new one after each expiry, see
+// keep). Every read is a read of the server (the page is never shown a
+// stale copy, except the recipes' discovery, which walks the subtree's
+// Cache); each shown subtree is followed by one Cache, shared by the pages
+// showing it, and made again on each new session.
 type console struct {
-	s    *zkrecipes.Session
 	opts consoleOptions
 	mux  *http.ServeMux
+
+	smu       sync.Mutex
+	s         *zkrecipes.Session // the current session
+	owned     bool               // whether the console made s (and closes it)
+	cs        connState
+	csChanged chan struct{} // closed at the next change of s or cs
 
 	ctx    context.Context // ends with Close: the caches and the streams
 	cancel context.CancelFunc
@@ -64,9 +76,16 @@ type console struct {
 	liveOnce sync.Mutex // one cons round at a time
 }
 
+// newConsole serves the console over s, which stays the caller's (the
+// sessions made after it, with opts.NewSession, are the console's).
 func newConsole(s *zkrecipes.Session, opts consoleOptions) *console {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &console{s: s, opts: opts, mux: http.NewServeMux(), ctx: ctx, cancel: cancel, subtrees: map[string]*subtree{}}
+	c := &console{
+		s: s, opts: opts, mux: http.NewServeMux(), ctx: ctx, cancel: cancel, subtrees: map[string]*subtree{},
+		cs: connState{State: connConnected, Session: sessionIDHex(s.ID())}, csChanged: make(chan struct{}),
+	}
+	c.wg.Add(1)
+	go c.keep()
 	static, _ := fs.Sub(consoleAssets, "console")
 	c.mux.Handle("GET /", http.FileServerFS(static))
 	c.mux.HandleFunc("GET /api/info", c.info)
@@ -81,11 +100,17 @@ func newConsole(s *zkrecipes.Session, opts consoleOptions) *console {
 	return c
 }
 
-// Close ends the event streams and closes the caches. It does not close
-// the Session.
+// Close ends the event streams, closes the caches and the session the
+// console made, if any. It does not close the Session given to
+// newConsole.
 func (c *console) Close() {
 	c.cancel()
 	c.wg.Wait()
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if c.owned {
+		c.s.Close()
+	}
 }
 
 // ServeHTTP checks what every request must pass, then serves it.
@@ -208,6 +233,8 @@ func statusOf(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, zkclient.ErrNoAuth):
 		return http.StatusForbidden
+	case errors.Is(err, zkrecipes.ErrSessionExpired), errors.Is(err, zkrecipes.ErrSessionClosed), errors.Is(err, zkrecipes.ErrConnectionLoss):
+		return http.StatusServiceUnavailable // until the connection is back, or the next session made
 	}
 	return http.StatusBadGateway
 }
@@ -223,7 +250,8 @@ func pathArg(r *http.Request) string {
 func (c *console) info(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{
 		"servers":       c.opts.Servers,
-		"session":       sessionIDHex(c.s.ID()),
+		"session":       sessionIDHex(c.session().ID()),
+		"conn":          func() connState { cs, _ := c.conn(); return cs }(),
 		"writes":        c.opts.AllowWrites,
 		"token_needed":  c.opts.RequireToken,
 		"version":       strings.TrimSpace(strings.SplitN(versionText(), "\n", 2)[0]),
@@ -253,7 +281,8 @@ func (c *console) children(w http.ResponseWriter, r *http.Request) {
 	if err != nil || limit <= 0 || limit > maxPage {
 		limit = 100
 	}
-	names, st, err := c.s.Children(r.Context(), path)
+	s := c.session()
+	names, st, err := s.Children(r.Context(), path)
 	if err != nil {
 		httpError(w, statusOf(err), err)
 		return
@@ -273,7 +302,7 @@ func (c *console) children(w http.ResponseWriter, r *http.Request) {
 		go func() { // the client pipelines them on its connection
 			defer wg.Done()
 			rows[i] = childRow{Name: n, NumChildren: -1}
-			cst, ok, err := c.s.Exists(r.Context(), joinPath(path, n))
+			cst, ok, err := s.Exists(r.Context(), joinPath(path, n))
 			if err == nil && ok {
 				rows[i] = childRow{Name: n, NumChildren: cst.NumChildren, Ephemeral: cst.EphemeralOwner != 0, DataLength: cst.DataLength}
 			}
@@ -316,7 +345,8 @@ type consoleNode struct {
 
 func (c *console) node(w http.ResponseWriter, r *http.Request) {
 	path := pathArg(r)
-	data, st, err := c.s.Get(r.Context(), path)
+	s := c.session()
+	data, st, err := s.Get(r.Context(), path)
 	if err != nil {
 		httpError(w, statusOf(err), err)
 		return
@@ -329,7 +359,7 @@ func (c *console) node(w http.ResponseWriter, r *http.Request) {
 	if st.EphemeralOwner != 0 {
 		v.Owner = sessionIDHex(st.EphemeralOwner)
 	}
-	if acl, _, err := c.s.GetACL(r.Context(), path); err != nil {
+	if acl, _, err := s.GetACL(r.Context(), path); err != nil {
 		v.ACLError = err.Error()
 	} else {
 		v.ACL = viewACL(acl)
@@ -366,11 +396,14 @@ const maxLines = 200
 // recipeView is one line of contenders, as the recipes view draws it.
 type recipeView struct {
 	*inspection
-	Pzxid string `json:"pzxid"` // the line's last change of children: at or above the holder's fencing token
+	Pzxid   string `json:"pzxid"`   // the line's last change of children: at or above the holder's fencing token
+	Summary string `json:"summary"` // what the recipe is and holds, in a line
 }
 
-// recipes inspects every line of contenders under path: each node of the
-// subtree's Cache that has a sequential child, with zkrecipes.Inspect.
+// recipes shows every recipe under path: each line of contenders (a node
+// of the subtree's Cache with a sequential child, read with
+// zkrecipes.Inspect) and each recipe recognise knows (read from the
+// Cache's copy).
 func (c *console) recipes(w http.ResponseWriter, r *http.Request) {
 	path := pathArg(r)
 	st, err := c.acquire(r.Context(), path)
@@ -379,43 +412,52 @@ func (c *console) recipes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer c.release(st)
-	var lines []string
-	truncated := false
-	var walk func(p string)
-	walk = func(p string) {
-		kids := st.cache.Children(p)
-		if slices.ContainsFunc(kids, seqName.MatchString) {
-			if len(lines) == maxLines {
-				truncated = true
-				return
-			}
-			lines = append(lines, p)
-		}
-		slices.Sort(kids)
-		for _, k := range kids {
-			if !seqName.MatchString(k) { // contenders' own children are not lines
-				walk(joinPath(p, k))
-			}
-		}
-	}
-	walk(path)
+	cache := st.current()
+	s := c.session()
 	now := time.Now()
-	out := make([]recipeView, 0, len(lines))
-	var needLive bool
-	for _, p := range lines {
-		v, err := zkrecipes.Inspect(r.Context(), c.s, p)
+	out := []recipeView{}
+	truncated := false
+	var walk func(p string) error
+	walk = func(p string) error {
+		if len(out) == maxLines {
+			truncated = true
+			return nil
+		}
+		kids := cache.Children(p)
+		slices.Sort(kids)
+		in, err := recognise(r.Context(), cacheReader{cache}, p, kids, now)
 		if err != nil {
-			httpError(w, statusOf(err), fmt.Errorf("inspecting %s: %w", p, err))
-			return
+			return err
 		}
-		if len(v.Entries) == 0 {
-			continue
+		if in == nil && slices.ContainsFunc(kids, seqName.MatchString) {
+			v, err := zkrecipes.Inspect(r.Context(), s, p)
+			if err != nil {
+				return fmt.Errorf("inspecting %s: %w", p, err)
+			}
+			if len(v.Entries) > 0 {
+				in = newInspection(v, now)
+			}
 		}
-		in := newInspection(v, now)
-		_, pst, _ := st.cache.Get(p)
-		out = append(out, recipeView{inspection: in, Pzxid: "0x" + strconv.FormatInt(pst.Pzxid, 16)})
-		needLive = true
+		if in != nil {
+			_, pst, _ := cache.Get(p)
+			out = append(out, recipeView{inspection: in, Pzxid: "0x" + strconv.FormatInt(pst.Pzxid, 16), Summary: in.summary()})
+		}
+		for _, k := range kids {
+			// Contenders' and a recipe's own nodes are not recipes.
+			if seqName.MatchString(k) || in != nil && recipeParts(in.Recipe, k) {
+				continue
+			}
+			if err := walk(joinPath(p, k)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
+	if err := walk(path); err != nil {
+		httpError(w, statusOf(err), err)
+		return
+	}
+	needLive := len(out) > 0
 	why := ""
 	sessionsKnown := false
 	if needLive {
@@ -568,11 +610,11 @@ func (c *console) create(ctx context.Context, body []byte) (any, error) {
 		return nil, badRequest{fmt.Errorf("mode %q: expected persistent, sequential or container (the console's session is not the place for ephemeral nodes)", req.Mode)}
 	}
 	if req.Parents {
-		if err := c.s.CreateParents(ctx, req.Path, zkclient.Persistent, nil); err != nil {
+		if err := c.session().CreateParents(ctx, req.Path, zkclient.Persistent, nil); err != nil {
 			return nil, err
 		}
 	}
-	cr, err := c.s.Create(ctx, req.Path, data, mode, nil)
+	cr, err := c.session().Create(ctx, req.Path, data, mode, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -588,7 +630,7 @@ func (c *console) set(ctx context.Context, body []byte) (any, error) {
 	if req.Version != nil {
 		version = *req.Version
 	}
-	st, err := c.s.Set(ctx, req.Path, data, version)
+	st, err := c.session().Set(ctx, req.Path, data, version)
 	if err != nil {
 		return nil, err
 	}
@@ -607,7 +649,7 @@ func (c *console) delete(ctx context.Context, body []byte) (any, error) {
 		if req.Confirm != req.Path {
 			return nil, badRequest{fmt.Errorf("deleting %s with its children needs its path typed again (confirm)", req.Path)}
 		}
-		if err := c.s.DeleteTree(ctx, req.Path); err != nil {
+		if err := c.session().DeleteTree(ctx, req.Path); err != nil {
 			return nil, err
 		}
 		return map[string]any{"path": req.Path}, nil
@@ -616,7 +658,7 @@ func (c *console) delete(ctx context.Context, body []byte) (any, error) {
 	if req.Version != nil {
 		version = *req.Version
 	}
-	if err := c.s.Delete(ctx, req.Path, version); err != nil {
+	if err := c.session().Delete(ctx, req.Path, version); err != nil {
 		return nil, err
 	}
 	return map[string]any{"path": req.Path}, nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -33,6 +34,14 @@ func newTestConsole(t *testing.T, opts consoleOptions) *testConsole {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newTestConsoleOn(t, s, opts)
+}
+
+// newTestConsoleOn is newTestConsole on the session s, which it closes at
+// the end.
+func newTestConsoleOn(t *testing.T, s *zkrecipes.Session, opts consoleOptions) *testConsole {
+	t.Helper()
+	addr := servers(t)
 	if opts.Servers == nil {
 		opts.Servers = []string{addr}
 	}
@@ -211,8 +220,9 @@ func TestConsolePublicAddrRefused(t *testing.T) {
 	oneLineError(t, r)
 }
 
-// TestConsoleEvents: a change under the shown subtree reaches the event
-// stream within a second.
+// TestConsoleEvents: the event stream tells the console's connection
+// state first; a change under the shown subtree reaches it within a
+// second.
 func TestConsoleEvents(t *testing.T) {
 	tc := newTestConsole(t, consoleOptions{})
 	path := testPath(t, "tree")
@@ -255,6 +265,11 @@ func TestConsoleEvents(t *testing.T) {
 	if e := next(10 * time.Second); !strings.HasPrefix(e, "ready ") {
 		t.Fatalf("first event %q, want ready", e)
 	}
+	var cs connState
+	if e := next(time.Second); !strings.HasPrefix(e, "conn ") || json.Unmarshal([]byte(e[5:]), &cs) != nil ||
+		cs != (connState{State: connConnected, Session: sessionIDHex(tc.s.ID())}) {
+		t.Fatalf("second event %q, want the connection's state (connected, session 0x%x)", e, tc.s.ID())
+	}
 	if _, err := tc.s.Set(context.Background(), path+"/a", []byte("2"), -1); err != nil {
 		t.Fatal(err)
 	}
@@ -276,5 +291,74 @@ func TestCompletion(t *testing.T) {
 	r = zkr(t, "__complete", "cons")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "console\t") {
 		t.Errorf("completing \"cons\": exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+// TestConsoleCommandRenews: zkr console, the command, outlives its
+// session: cut off (a fault proxy refusing it) until the server expired
+// the session, it makes a new one once it can connect again, and serves
+// on it.
+func TestConsoleCommandRenews(t *testing.T) {
+	addr := servers(t)
+	proxy := zktest.NewProxyT(t, addr)
+	t.Cleanup(func() { proxy.Refuse(false) })
+	p := start(t, nil, "--servers", proxy.Addr(), "--session-timeout", "4s", "console", "--addr", "127.0.0.1:0")
+	var base string
+	p.waitOutput(10*time.Second, "the console's address", func(out string) bool {
+		_, rest, ok := strings.Cut(out, "serving ")
+		base, _, _ = strings.Cut(rest, " ")
+		return ok && strings.HasSuffix(base, "/")
+	})
+	type info struct {
+		Session string    `json:"session"`
+		Conn    connState `json:"conn"`
+	}
+	get := func(path string) (int, info) {
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var in info
+		json.NewDecoder(res.Body).Decode(&in)
+		return res.StatusCode, in
+	}
+	_, first := get("api/info")
+	if first.Conn.State != connConnected || first.Session == "" {
+		t.Fatalf("before the cut: %+v", first)
+	}
+
+	proxy.Refuse(true)
+	proxy.Cut()
+	ctx := context.Background()
+	eventually(t, 30*time.Second, "the server expiring the console's session", func() bool {
+		d, err := zkadmin.Dump(ctx, addr)
+		if err != nil {
+			return false
+		}
+		for _, id := range d.Sessions {
+			if sessionIDHex(id) == first.Session {
+				return false
+			}
+		}
+		return true
+	})
+	if _, in := get("api/info"); in.Conn.State != connDisconnected {
+		t.Errorf("cut off: the console tells %+v, want disconnected", in.Conn)
+	}
+	proxy.Refuse(false)
+	var now info
+	eventually(t, 10*time.Second, "a new session", func() bool {
+		_, now = get("api/info")
+		return now.Conn.State == connConnected && now.Session != first.Session
+	})
+	if now.Conn.Renewals != 1 || now.Conn.Session != now.Session {
+		t.Errorf("after the renewal: %+v", now)
+	}
+	if code, _ := get("api/children?path=/"); code != http.StatusOK {
+		t.Errorf("listing / on the new session: status %d", code)
+	}
+	if p.exited() || !strings.Contains(p.stderr.String(), "new session "+now.Session) {
+		t.Errorf("zkr console: exited %v; stderr %q", p.exited(), p.stderr.String())
 	}
 }

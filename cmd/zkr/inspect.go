@@ -23,12 +23,32 @@ func (a *app) newInspectCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "inspect PATH",
-		Short: "Show the queue under a lock or election path",
+		Short: "Show the recipe at a path: a lock's or election's queue, a semaphore, a queue, a group...",
 		Long: `Show the contenders queued under PATH, a lock (zkr lock, Curator's
 InterProcessMutex, kazoo's Lock), a read/write lock (zkr lock --shared, Curator's
 InterProcessReadWriteLock, kazoo's ReadLock/WriteLock) or an election (zkr elect,
 Curator's LeaderLatch), in their order: who holds or leads, who waits and for
-whom, each one's id (the node's data), its session, and how long ago it queued.
+whom, each one's id (the node's data), its session, how long ago it queued,
+and the layout of its node's name, which tells which client made it: curator
+("_c_<uuid>-lock-<seq>" and the like: Curator's, which zkr writes too) or kazoo
+("<id>__lock__<seq>", "<id>__rlock__<seq>").
+
+PATH may also be, recognised from its nodes' layout:
+  a semaphore (Curator's InterProcessSemaphoreV2): the leases held, each
+      one's data and session; the permits, if recorded (zkrecipes records
+      them, Curator does not); the acquirers queued on its mutex;
+  a work queue (Curator's SimpleDistributedQueue "qn-", kazoo's Queue
+      "entry-"): its length and the first 100 items, in the order consumers
+      take them;
+  a locking queue (kazoo's LockingQueue): its items, each taken (by whom)
+      or queued;
+  a service (Curator's ServiceDiscovery, zkr register): its instances,
+      address:port, disabled ones said so;
+  a double barrier whose participants all entered ("ready" is there);
+  a group (Curator's GroupMember, zkr join): its members (ephemeral
+      children without sequence numbers) and their data. A double barrier
+      still filling up reads as a group; a plain barrier (a node that is
+      there or not) is not recognised.
 
 A node whose owner session is connected to none of the servers is flagged
 "orphaned?": its owner is gone or cut off, and the node stays, blocking everyone
@@ -51,14 +71,16 @@ type contenderView struct {
 	Pos      int           `json:"position"` // from 1
 	Node     string        `json:"node"`
 	Seq      int64         `json:"seq"`
-	Kind     string        `json:"kind"`  // mutex, reader, writer, candidate
-	State    string        `json:"state"` // holds, leads, waits
+	Kind     string        `json:"kind"`             // mutex, reader, writer, candidate
+	Layout   string        `json:"layout,omitempty"` // curator, kazoo: the naming of the node (zkrecipes.Contender.Layout)
+	State    string        `json:"state"`            // holds, leads, waits
 	WaitsFor int           `json:"waits_for,omitempty"`
 	ID       string        `json:"id,omitempty"`
 	Session  string        `json:"session"` // "0x…", or "persistent"
 	Created  time.Time     `json:"created"`
 	Queued   time.Duration `json:"queued_ns"`
 	Orphaned *bool         `json:"orphaned,omitempty"` // unset: could not tell
+	TakenBy  string        `json:"taken_by,omitempty"` // a locking queue's item: the consumer's id
 
 	owner int64
 }
@@ -69,6 +91,8 @@ type inspection struct {
 	Exists     bool            `json:"exists"`
 	Recipe     string          `json:"recipe"`
 	Contenders []contenderView `json:"contenders"`
+	Permits    int             `json:"permits,omitempty"` // a semaphore's, if recorded
+	Length     int             `json:"length,omitempty"`  // a queue's items (more than shown, maybe)
 	Others     []string        `json:"other_children"`
 	// SessionsKnown tells whether orphans could be looked for; Why says
 	// why not.
@@ -88,6 +112,16 @@ func (a *app) inspect(cmd *cobra.Command, path string, asJSON bool) error {
 		return recipeError("inspecting "+path, err)
 	}
 	in := newInspection(v, time.Now())
+	if len(in.Contenders) == 0 && len(v.Others) > 0 {
+		// Not a line of contenders: another recipe's layout, maybe.
+		other, err := recognise(ctx, serverReader{s}, path, v.Others, time.Now())
+		if err != nil {
+			return recipeError("inspecting "+path, err)
+		}
+		if other != nil {
+			in = other
+		}
+	}
 	if len(in.Contenders) > 0 {
 		servers, _, _, _ := a.serverList() // checked by connect
 		tlsCfg, _ := a.tlsConfig()
@@ -135,6 +169,7 @@ func newInspection(v zkrecipes.Contenders, now time.Time) *inspection {
 			Node:    e.Node,
 			Seq:     int64(e.Seq),
 			Kind:    e.Kind,
+			Layout:  e.Layout,
 			ID:      printable(e.Data),
 			Session: fmt.Sprintf("0x%x", e.Owner),
 			Created: e.Created,
@@ -208,12 +243,12 @@ func (in *inspection) print(a *app) {
 	switch {
 	case !in.Exists:
 		fmt.Fprintf(w, "%s: does not exist (nobody holds or waits)\n", in.Path)
-	case len(in.Contenders) == 0:
+	case len(in.Contenders) == 0 && in.Recipe == "none":
 		fmt.Fprintf(w, "%s: no contenders (nobody holds or waits)\n", in.Path)
 	default:
-		fmt.Fprintf(w, "%s: %s, %d in queue\n", in.Path, in.Recipe, len(in.Contenders))
+		fmt.Fprintf(w, "%s: %s\n", in.Path, in.summary())
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "POS\tSTATE\tKIND\tWAITS FOR\tID\tSESSION\tQUEUED\tNOTE")
+		fmt.Fprintln(tw, "POS\tSTATE\tKIND\tWAITS FOR\tID\tSESSION\tQUEUED\tLAYOUT\tNOTE")
 		for _, cv := range in.Contenders {
 			waits, id, note := "-", cv.ID, ""
 			if cv.WaitsFor > 0 {
@@ -225,10 +260,17 @@ func (in *inspection) print(a *app) {
 			if cv.Orphaned != nil && *cv.Orphaned {
 				note = "ORPHANED? session not connected"
 			}
-			if cv.owner == 0 {
+			if cv.owner == 0 && cv.Kind != "item" {
 				note = "not ephemeral: stays until deleted"
 			}
-			fmt.Fprintf(tw, "#%d\t%s\t%s\t%s\t%s\t%s\t%v\t%s\n", cv.Pos, cv.State, cv.Kind, waits, id, cv.Session, cv.Queued, note)
+			if cv.TakenBy != "" {
+				note = "taken by " + cv.TakenBy
+			}
+			layout := cv.Layout
+			if layout == "" {
+				layout = "-"
+			}
+			fmt.Fprintf(tw, "#%d\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\n", cv.Pos, cv.State, cv.Kind, waits, id, cv.Session, cv.Queued, layout, note)
 		}
 		tw.Flush()
 		if !in.SessionsKnown {
@@ -238,4 +280,43 @@ func (in *inspection) print(a *app) {
 	if len(in.Others) > 0 {
 		fmt.Fprintf(w, "other children (not contenders): %s\n", strings.Join(in.Others, ", "))
 	}
+}
+
+// summary says what the recipe is and how many it has in line, hold,
+// queue or count.
+func (in *inspection) summary() string {
+	n := len(in.Contenders)
+	count := func(state string) int {
+		c := 0
+		for _, cv := range in.Contenders {
+			if cv.State == state {
+				c++
+			}
+		}
+		return c
+	}
+	switch in.Recipe {
+	case "semaphore":
+		permits := "permits not recorded (Curator's)"
+		if in.Permits > 0 {
+			permits = strconv.Itoa(in.Permits) + " permits"
+		}
+		return fmt.Sprintf("semaphore, %d leases held (%s), %d waiting", count("holds"), permits, count("waits"))
+	case "queue", "locking queue":
+		s := fmt.Sprintf("%s, %d items", in.Recipe, in.Length)
+		if in.Recipe == "locking queue" {
+			s += fmt.Sprintf(" (%d taken)", count("taken"))
+		}
+		if in.Length > n {
+			s += fmt.Sprintf(", the first %d shown", n)
+		}
+		return s
+	case "group":
+		return fmt.Sprintf("group, %d members", n)
+	case "service":
+		return fmt.Sprintf("service, %d instances", n)
+	case "double barrier":
+		return fmt.Sprintf("double barrier, %d entered, ready", n)
+	}
+	return fmt.Sprintf("%s, %d in queue", in.Recipe, n)
 }

@@ -107,3 +107,202 @@ func TestInspectElection(t *testing.T) {
 func sessionHex(s *zkrecipes.Session) string {
 	return fmt.Sprintf("0x%x", s.ID())
 }
+
+// inspectJSON runs zkr inspect PATH --json.
+func inspectJSON(t *testing.T, path string) inspection {
+	t.Helper()
+	r := zkr(t, "inspect", path, "--json")
+	if r.code != 0 {
+		t.Fatalf("inspect %s: exit %d; stderr %q", path, r.code, r.stderr)
+	}
+	var in inspection
+	if err := json.Unmarshal([]byte(r.stdout), &in); err != nil {
+		t.Fatalf("inspect --json: %v\n%s", err, r.stdout)
+	}
+	return in
+}
+
+// entries is the view's entries, one "state:kind:id" each.
+func entries(in inspection) string {
+	var out []string
+	for _, cv := range in.Contenders {
+		e := cv.State + ":" + cv.Kind + ":" + cv.ID
+		if cv.TakenBy != "" {
+			e += ":" + cv.TakenBy
+		}
+		out = append(out, e)
+	}
+	return strings.Join(out, " ")
+}
+
+// recipeFixture makes, on real ZooKeeper through the library's recipes,
+// one of each recipe that is not a line of contenders, under base, and
+// returns the path of each and what zkr inspect must show of it: the
+// recipe, its summary line and its entries ("state:kind:id").
+func recipeFixture(t *testing.T, base string) []recipeWant {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(30*time.Second))
+	defer cancel()
+	session := func() *zkrecipes.Session {
+		s, err := zkrecipes.NewSession(ctx, []string{servers(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	s := session()
+	t.Cleanup(func() { s.DeleteTree(context.Background(), base) })
+	var want []recipeWant
+
+	// A semaphore of 3 permits, two leases held.
+	sem := base + "/sem"
+	for _, id := range []string{"worker-1", "worker-2"} {
+		if _, err := zkrecipes.NewSemaphore(session(), sem, 3, zkrecipes.WithNodeData([]byte(id))).Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want = append(want, recipeWant{sem, "semaphore", "semaphore, 2 leases held (3 permits), 0 waiting", "holds:lease:worker-1 holds:lease:worker-2"})
+
+	// A work queue of three items.
+	q := base + "/queue"
+	for _, item := range []string{"job-1", "job-2", "job-3"} {
+		if err := zkrecipes.NewQueue(s, q).Offer(ctx, []byte(item)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want = append(want, recipeWant{q, "queue", "queue, 3 items", "queued:item:job-1 queued:item:job-2 queued:item:job-3"})
+
+	// A locking queue: two items, the first taken.
+	lq := base + "/lqueue"
+	lqc := zkrecipes.NewLockingQueue(session(), lq)
+	for _, item := range []string{"task-1", "task-2"} {
+		if err := lqc.Offer(ctx, []byte(item)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := lqc.Take(ctx); err != nil {
+		t.Fatal(err)
+	}
+	taken := children(t, admin(t), lq+"/taken")
+	if len(taken) != 1 {
+		t.Fatalf("the locking queue's taken items: %v", taken)
+	}
+	consumer := nodeData(t, s, lq+"/taken/"+taken[0])
+	want = append(want, recipeWant{lq, "locking queue", "locking queue, 2 items (1 taken)", "taken:item:task-1:" + consumer + " queued:item:task-2"})
+
+	// A group of two members.
+	g := base + "/group"
+	for _, id := range []string{"m1", "m2"} {
+		if _, err := zkrecipes.JoinGroup(ctx, session(), g, id, []byte("data-of-"+id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want = append(want, recipeWant{g, "group", "group, 2 members", "member:member:data-of-m1 member:member:data-of-m2"})
+
+	// A service of two instances, one disabled.
+	d := zkrecipes.NewDiscovery(session(), base+"/services")
+	for i, port := range []int{8080, 8081} {
+		if _, err := d.Register(ctx, zkrecipes.ServiceInstance{Name: "mailer", ID: fmt.Sprintf("i%d", i), Address: "10.0.0.1", Port: port, Disabled: i == 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want = append(want, recipeWant{base + "/services/mailer", "service", "service, 2 instances", "registered:instance:10.0.0.1:8080 disabled:instance:10.0.0.1:8081"})
+
+	// A double barrier of two, both entered.
+	db := base + "/barrier"
+	entered := make(chan error, 2)
+	for range 2 {
+		b := zkrecipes.NewDoubleBarrier(session(), db, 2)
+		go func() { entered <- b.Enter(ctx) }()
+	}
+	for range 2 {
+		if err := <-entered; err != nil {
+			t.Fatal(err)
+		}
+	}
+	want = append(want, recipeWant{db, "double barrier", "double barrier, 2 entered, ready", "entered:participant: entered:participant:"})
+	return want
+}
+
+// recipeWant is what zkr inspect must show of a recipe at Path.
+type recipeWant struct {
+	Path, Recipe, Summary, Entries string
+}
+
+// TestInspectRecipes: zkr inspect recognises, from their nodes on real
+// ZooKeeper, a semaphore (its leases and permits), a work queue (its items
+// in order), a locking queue (the item taken, by whom), a group (its
+// members), a service's instances (address:port, disabled) and a double
+// barrier (who entered).
+func TestInspectRecipes(t *testing.T) {
+	base := testPath(t, "recipes")
+	for _, w := range recipeFixture(t, base) {
+		in := inspectJSON(t, w.Path)
+		if in.Recipe != w.Recipe || entries(in) != w.Entries || in.summary() != w.Summary {
+			t.Errorf("inspect %s: %s, %q, entries %q; want %s, %q, %q", w.Path, in.Recipe, in.summary(), entries(in), w.Recipe, w.Summary, w.Entries)
+		}
+		r := zkr(t, "inspect", w.Path)
+		if first := strings.SplitN(r.stdout, "\n", 2)[0]; first != w.Path+": "+w.Summary {
+			t.Errorf("inspect %s: first line %q", w.Path, first)
+		}
+	}
+}
+
+// TestSeqNumber: the sequence number ending a node's name, wrapped
+// counters included; a name's other digits and dashes are not part of it.
+func TestSeqNumber(t *testing.T) {
+	for name, want := range map[string]int64{
+		"_c_0b5e-4c1d-lease-0000000001": 1, "qn-0000000123": 123, "entry-100-0000000007": 7,
+		"x--000000005": -5, "x-2147483648": -2147483648, "lock-2147483647": 2147483647,
+	} {
+		if v, ok := seqNumber(name); !ok || v != want {
+			t.Errorf("seqNumber(%q) = %d, %v; want %d", name, v, ok, want)
+		}
+	}
+	for _, name := range []string{"abc", "lock-", "m1", "x-12345678a9"} {
+		if v, ok := seqNumber(name); ok {
+			t.Errorf("seqNumber(%q) = %d, true; want none", name, v)
+		}
+	}
+}
+
+// layoutFixture queues, on path, a zkr Mutex (Curator's naming) holding
+// and a contender named as kazoo names its Lock's nodes, on a session of
+// its own.
+func layoutFixture(t *testing.T, path string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
+	defer cancel()
+	s, err := zkrecipes.NewSession(ctx, []string{servers(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := zkrecipes.NewMutex(s, path, zkrecipes.WithNodeData([]byte("zkr"))).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, path+"/3f1e7a2b6c4d4d0e9c590f8e7cd21b5a__lock__", []byte("kazoo"), zkclient.EphemeralSequential, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInspectLayouts: zkr inspect tells the layout of each contender's
+// node name: Curator's (which zkr writes) or kazoo's.
+func TestInspectLayouts(t *testing.T) {
+	path := testPath(t, "lock")
+	layoutFixture(t, path)
+	in := inspectJSON(t, path)
+	var got []string
+	for _, cv := range in.Contenders {
+		got = append(got, cv.ID+":"+cv.Layout)
+	}
+	if strings.Join(got, " ") != "zkr:curator kazoo:kazoo" {
+		t.Errorf("inspect --json: layouts %q, want zkr:curator kazoo:kazoo", got)
+	}
+	r := zkr(t, "inspect", path)
+	lines := strings.Split(r.stdout, "\n")
+	if len(lines) < 4 || strings.Fields(lines[1])[8] != "LAYOUT" || strings.Fields(lines[2])[7] != "curator" || strings.Fields(lines[3])[7] != "kazoo" {
+		t.Errorf("inspect: no LAYOUT column saying curator, then kazoo:\n%s", r.stdout)
+	}
+}

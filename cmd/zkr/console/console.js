@@ -19,6 +19,9 @@ const state = {
   detailsDirty: false,
   recipesDirty: true,
   stream: null,       // AbortController of the event stream
+  streamState: "connecting", // the event stream: connecting, up, down
+  streamWhy: "",
+  conn: null,         // the console's link to ZooKeeper (the "conn" event)
   history: new Map(), // server -> [{lat, out, watches}]
 };
 
@@ -39,7 +42,15 @@ function el(tag, attrs, ...kids) {
   return e;
 }
 
-function say(text) { $("msg").textContent = text || ""; }
+// say shows text in the message bar; about, if given, is the path the
+// message is about, for unsay.
+function say(text, about) {
+  $("msg").textContent = text || "";
+  $("msg").dataset.about = about || "";
+}
+
+// unsay clears the message bar if its message is about path.
+function unsay(path) { if ($("msg").dataset.about === path) say(""); }
 
 function headers(json) {
   const h = {};
@@ -129,22 +140,36 @@ class TNode {
   }
 }
 
+// loadPage reads a page of node's children. A listing that fails on the
+// console's side (a 5xx: its ZooKeeper link is down, say) or on the way (a
+// network error) is read again after a pause that doubles from 250 ms to
+// 5 s, and the page says it is retrying; a node gone (404) is taken out of
+// the tree instead; another refusal (4xx) is shown and not retried.
 async function loadPage(node, page) {
   if (node.loading.has(page)) return;
   node.loading.add(page);
   const gen = node.gen;
-  let again = false;
+  let again = false, failed = null;
   try {
     const params = { path: node.path, offset: page * PAGE, limit: PAGE, q: node.filter };
     const names = [...node.kids.keys()];
     const q = new URLSearchParams(params);
     for (const n of names) q.append("locate", n);
-    const res = await fetch("/api/children?" + q, { headers: headers(false) });
-    const body = await res.json().catch(() => ({ error: res.statusText }));
+    let res, body;
+    try {
+      res = await fetch("/api/children?" + q, { headers: headers(false) });
+      body = await res.json().catch(() => ({ error: res.statusText }));
+    } catch (e) {
+      if (gen === node.gen) failed = "the console did not answer (" + e.message + ")";
+      return;
+    }
     if (gen !== node.gen) return;
-    if (!res.ok) {
-      if (res.status === 404 && node !== state.top) { node.total = 0; node.pages.clear(); }
-      else throw new Error(body.error || res.statusText);
+    if (res.status === 404) {
+      gone(node);
+    } else if (res.status >= 500) {
+      failed = body.error || res.statusText;
+    } else if (!res.ok) {
+      say("listing " + node.path + ": " + (body.error || res.statusText));
     } else {
       node.total = body.total;
       node.all = body.all;
@@ -158,14 +183,50 @@ async function loadPage(node, page) {
         if (!names.includes(n) && before.has(n)) { node.kidIndex.set(n, before.get(n)); again = true; }
       }
       node.row.children = body.all;
+      node.retry = null;
+      unsay(node.path);
     }
-  } catch (e) {
-    say("listing " + node.path + ": " + e.message);
   } finally {
     node.loading.delete(page);
+    if (failed !== null) retryLater(node, page, failed);
   }
   if (again) loadPage(node, page);
   render();
+}
+
+// retryLater reads node's page again after the next pause of its backoff,
+// and says so.
+function retryLater(node, page, why) {
+  const r = node.retry || (node.retry = { attempt: 0, bound: 250 });
+  r.attempt++;
+  const pause = r.bound / 2 + Math.random() * r.bound / 2;
+  r.bound = Math.min(2 * r.bound, 5000);
+  say(`listing ${node.path} failed: ${why}; retrying in ${(pause / 1000).toFixed(1)} s (attempt ${r.attempt})`, node.path);
+  const gen = node.gen;
+  setTimeout(() => { if (gen === node.gen && state.nodes.get(node.path) === node) loadPage(node, page); }, pause);
+  render();
+}
+
+// gone takes a node whose listing found it deleted out of the tree: its
+// parent's listing is read again; the shown subtree's root stays, empty,
+// and the page says it does not exist (its creation is an event).
+function gone(node) {
+  node.pages.clear();
+  node.total = 0;
+  node.row.children = 0;
+  node.retry = null;
+  unsay(node.path);
+  if (node === state.top) {
+    say(node.path + " does not exist", node.path);
+    return;
+  }
+  const parent = state.nodes.get(dirname(node.path));
+  if (parent && parent.kids.get(node.row.name) === node) {
+    parent.kids.delete(node.row.name);
+    parent.kidIndex.delete(node.row.name);
+    if (parent.expanded) reread(parent);
+  }
+  forget(node);
 }
 
 function forget(node) {
@@ -241,7 +302,10 @@ function draw() {
       depth = parent.depth + 1;
       if (!row) {
         loadPage(parent, Math.floor(index / PAGE));
-        frag.append(el("div", { class: "row loading", style: { top: r * ROWH + "px", paddingLeft: depth * 16 + 16 + "px" } }, "…"));
+        frag.append(el("div", {
+          class: "row loading" + (parent.retry ? " retrying" : ""),
+          style: { top: r * ROWH + "px", paddingLeft: depth * 16 + 16 + "px" },
+        }, parent.retry ? `… retrying (attempt ${parent.retry.attempt})` : "…"));
         continue;
       }
       path = join(parent.path, row.name);
@@ -413,56 +477,73 @@ async function loadRecipes() {
   if (recipesLoading) { state.recipesDirty = true; return; }
   recipesLoading = true;
   state.recipesDirty = false;
+  // An answer for another subtree than the one shown now (it changed
+  // while the request was on its way) is dropped, and the shown one read.
+  const root = state.root;
   try {
-    recipes = await api("recipes", { path: state.root });
-    recipesAt = Date.now();
-    drawRecipes();
+    const r = await api("recipes", { path: root });
+    if (root === state.root) {
+      recipes = r;
+      recipesAt = Date.now();
+      drawRecipes();
+    } else state.recipesDirty = true;
   } catch (e) {
-    $("recipes").replaceChildren(el("p", { class: "err" }, e.message));
+    if (root === state.root) $("recipes").replaceChildren(el("p", { class: "err" }, e.message));
+    else state.recipesDirty = true;
   } finally {
     recipesLoading = false;
   }
   if (state.recipesDirty && state.view === "recipes") loadRecipes();
 }
 
+// LINES are the recipes whose entries are a line of contenders, with
+// fencing tokens; SINCE and IDLABEL say what an entry's age and data are,
+// by its kind.
+const LINES = new Set(["lock", "read/write lock", "election", "mixed"]);
+const SINCE = { lease: "held", member: "joined", instance: "registered", participant: "entered", item: "queued", acquirer: "queued" };
+const LAYOUTS = { curator: "Curator's layout (Curator, zkr)", kazoo: "kazoo's layout" };
+const IDLABEL = { item: "data", member: "data", instance: "at", participant: "data", lease: "id" };
+
 function drawRecipes() {
   const r = recipes;
   if (!r) return;
   const hint = [];
-  hint.push(r.lines.length ? `${r.lines.length} line${r.lines.length > 1 ? "s" : ""} of contenders under ${r.path}` : `no lock, read/write lock or election under ${r.path}`);
+  hint.push(r.lines.length ? `${r.lines.length} recipe${r.lines.length > 1 ? "s" : ""} under ${r.path}` : `no lock, read/write lock, election, semaphore, queue, group, service or double barrier under ${r.path}`);
   if (r.truncated) hint.push("(only the first ones shown: choose a smaller subtree)");
   if (r.lines.length && !r.sessions_known) hint.push("orphans not looked for: " + r.sessions_unknown_because);
   $("recipeshint").textContent = hint.join(" ");
   const since = Date.now() - recipesAt;
   const out = [];
   for (const line of r.lines) {
-    const list = el("ol", { class: "chain" });
+    const list = el("ol", { class: "chain" + (LINES.has(line.recipe) ? "" : " set") });
     for (const c of line.contenders) {
       const orphan = c.orphaned === true;
       const waitsFor = c.waits_for ? line.contenders[c.waits_for - 1] : null;
       const meta = el("div", { class: "meta" },
         el("span", {}, "kind " + c.kind),
+        c.layout ? el("span", { class: "layout" }, LAYOUTS[c.layout] || c.layout) : null,
         el("span", {}, "session ", el("code", {}, c.session)),
-        el("span", { class: "age", "data-queued": c.queued_ns / 1e6 }, "queued " + age(c.queued_ns / 1e6 + since) + " ago"),
-        c.id ? el("span", {}, "id ", el("code", { class: "cid" }, c.id)) : null,
+        el("span", { class: "age", "data-queued": c.queued_ns / 1e6, "data-verb": SINCE[c.kind] || "queued" }, (SINCE[c.kind] || "queued") + " " + age(c.queued_ns / 1e6 + since) + " ago"),
+        c.id ? el("span", {}, (IDLABEL[c.kind] || "id") + " ", el("code", { class: "cid" }, c.id)) : null,
+        c.taken_by ? el("span", {}, "taken by ", el("code", { class: "taker" }, c.taken_by)) : null,
       );
       list.append(el("li", {
         class: c.state + (orphan ? " orphan" : ""),
-        "data-node": c.node, "data-state": c.state, "data-waits-for": waitsFor ? waitsFor.node : "",
+        "data-node": c.node, "data-state": c.state, "data-kind": c.kind, "data-layout": c.layout || "", "data-waits-for": waitsFor ? waitsFor.node : "",
         "data-orphan": orphan ? "1" : "",
       },
       el("span", { class: "dot" }),
       el("div", { class: "box" },
         el("div", {}, el("span", { class: "state" }, c.state), "#" + c.position + " ", el("code", {}, c.node),
           orphan ? el("span", { class: "flag" }, "orphaned? session connected nowhere") : null,
-          c.session === "persistent" ? el("span", { class: "flag" }, "not ephemeral: stays until deleted") : null),
+          c.session === "persistent" && c.kind !== "item" ? el("span", { class: "flag" }, "not ephemeral: stays until deleted") : null),
         meta,
         waitsFor ? el("div", { class: "watches" }, "↑ watches #" + waitsFor.position + " ", el("code", {}, waitsFor.node)) : null,
       )));
     }
     out.push(el("div", { class: "line", "data-path": line.path },
-      el("h3", {}, line.path, el("span", { class: "kind" }, `${line.recipe}, ${line.contenders.length} in line`)),
-      el("div", { class: "note" }, "line's pzxid " + line.pzxid + " (the holder's fencing token is at most this)"
+      el("h3", {}, line.path, el("span", { class: "kind" }, line.summary)),
+      el("div", { class: "note" }, (LINES.has(line.recipe) ? "line's pzxid " + line.pzxid + " (the holder's fencing token is at most this)" : "")
         + (line.other_children && line.other_children.length ? " · other children: " + line.other_children.join(", ") : "")),
       list));
   }
@@ -473,7 +554,7 @@ function tickAges() {
   if (state.view !== "recipes" || !recipes) return;
   const since = Date.now() - recipesAt;
   for (const s of document.querySelectorAll("#recipes .age")) {
-    s.textContent = "queued " + age(Number(s.dataset.queued) + since) + " ago";
+    s.textContent = s.dataset.verb + " " + age(Number(s.dataset.queued) + since) + " ago";
   }
 }
 
@@ -532,11 +613,32 @@ async function loadHealth() {
 
 // ---------------------------------------------------------- live
 
-function setLive(s, title) {
+// setLive tells the state of the event stream (connecting, up, down, and
+// why), then shows it with the console's link to ZooKeeper.
+function setLive(s, why) {
+  state.streamState = s;
+  state.streamWhy = why || "";
+  showLive();
+}
+
+// showLive shows, in the header, whether what the page shows is live:
+// "live", "disconnected" (the console's ZooKeeper connection is down: what
+// is shown may be stale), "expired" (its session ended: it is making a new
+// one), or the event stream "connecting" or "down".
+function showLive() {
   const e = $("live");
+  const c = state.conn;
+  let s = state.streamState, text = s, title = state.streamWhy || "the event stream";
+  if (s === "up") {
+    s = c ? c.state : "connected";
+    if (s === "connected") { s = "live"; text = "live"; title = "the watch on " + state.root + (c ? ", session " + c.session : ""); }
+    else if (s === "disconnected") { text = "ZooKeeper disconnected: the page may be stale"; title = c.error || ""; }
+    else { s = "expired"; text = "session expired: reconnecting"; title = c.error || ""; }
+  }
   e.dataset.state = s;
-  e.textContent = s;
-  e.title = title || "the watch on " + state.root;
+  e.dataset.session = c ? c.session : "";
+  e.textContent = text;
+  e.title = title;
 }
 
 // follow reads the subtree's changes (server-sent events, over fetch so
@@ -546,6 +648,7 @@ async function follow(root) {
   const ctrl = new AbortController();
   state.stream = ctrl;
   setLive("connecting");
+  let pause = 250;
   while (!ctrl.signal.aborted) {
     try {
       const res = await fetch("/api/events?" + new URLSearchParams({ path: root }), { headers: headers(false), signal: ctrl.signal });
@@ -559,6 +662,7 @@ async function follow(root) {
         const { value, done } = await reader.read();
         if (done) break;
         buf += value;
+        pause = 250;
         let i;
         while ((i = buf.indexOf("\n\n")) >= 0) {
           const block = buf.slice(0, i);
@@ -571,7 +675,8 @@ async function follow(root) {
       if (ctrl.signal.aborted) return;
       setLive("down", e.message);
     }
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, pause / 2 + Math.random() * pause / 2));
+    pause = Math.min(2 * pause, 5000);
   }
 }
 
@@ -582,8 +687,15 @@ function onEvent(block) {
     else if (line.startsWith("data: ")) data += line.slice(6);
   }
   if (type === "ready") {
-    setLive("live");
+    setLive("up");
     refreshAll(); // what changed while the stream was down
+  } else if (type === "conn") {
+    const was = state.conn;
+    state.conn = JSON.parse(data);
+    showLive();
+    // Back (the same session reconnected, or a new one): read what is
+    // shown again, as the requests made meanwhile failed.
+    if (state.conn.state === "connected" && was && (was.state !== "connected" || was.session !== state.conn.session)) refreshAll();
   } else if (type === "change") {
     for (const c of JSON.parse(data)) changed(c.path);
     schedule();
@@ -607,6 +719,9 @@ function schedule() {
   if (timer) return;
   timer = setTimeout(() => {
     timer = null;
+    // While the console's ZooKeeper link is down, its reads fail: keep
+    // what is to read again until the link is back (refreshAll then).
+    if (state.conn && state.conn.state !== "connected") return;
     for (const p of state.dirty) {
       const n = state.nodes.get(p);
       if (n && n.expanded) reread(n);
@@ -707,12 +822,16 @@ async function start() {
   setInterval(() => { if (state.view === "health") loadHealth(); }, 2000);
   // A session cut off changes no node: read the recipes again now and then,
   // for orphans.
-  setInterval(() => { if (state.view === "recipes" && !document.hidden) loadRecipes(); }, 5000);
+  // Not while the console's ZooKeeper link is down: its reads would fail.
+  setInterval(() => {
+    if (state.view === "recipes" && !document.hidden && (!state.conn || state.conn.state === "connected")) loadRecipes();
+  }, 5000);
 
   const q = new URLSearchParams(location.search);
   const v = q.get("view");
+  state.root = q.get("path") || "/"; // before the view reads its subtree
   if (v === "recipes" || v === "health") setView(v);
-  show(q.get("path") || "/");
+  show(state.root);
 }
 
 start();
