@@ -170,7 +170,7 @@ if [ ${#nfailed[@]} -gt 0 ]; then
 	for seed in "${nfailed[@]}"; do
 		echo "-- seed $seed:"
 		"$out/testtool" print <"$out/nemesis-$seed.json" |
-			grep -E 'violation at|violations \(rerun|could not be carried out|leaked goroutines|panic:|test timed out' | cut -c1-400 | head -20 || true
+			grep -E 'violation at|violations \(rerun|could not be carried out|leaked goroutines|panic:|test timed out' | cut -c1-2000 | head -20 || true
 	done
 	exit 1
 fi

@@ -441,6 +441,7 @@ func progress(events []Event, hs map[int32]*holding, cfg Config) ([]Violation, t
 	healed, ok := time.Duration(0), false
 	var workloads []workloadKey
 	var queues []string
+	doing := map[workloadKey]string{} // what a stalled workload's worker was doing
 	for _, e := range events {
 		switch e.Kind {
 		case KindHealed:
@@ -448,16 +449,24 @@ func progress(events []Event, hs map[int32]*holding, cfg Config) ([]Violation, t
 		case KindWorkload:
 			workloads = append(workloads, workloadKey{e.Client, e.Res})
 		case KindQueue:
-			queues = append(queues, e.Detail)
+			if e.Client >= 0 {
+				doing[workloadKey{e.Client, e.Res}] = e.Detail
+			} else {
+				queues = append(queues, e.Detail)
+			}
 		}
 	}
-	// What the resource's paths held when the runner gave up waiting.
-	held := func(res string) string {
+	// What the workload's paths held when the runner gave up waiting,
+	// and what its worker was doing.
+	held := func(w workloadKey) string {
 		var out []string
 		for _, q := range queues {
-			if strings.Contains(q, "/"+res+" holds") || strings.Contains(q, "/"+res+"/") {
+			if strings.Contains(q, "/"+w.res+" holds") || strings.Contains(q, "/"+w.res+"/") {
 				out = append(out, q)
 			}
+		}
+		if d := doing[w]; d != "" {
+			out = append(out, d)
 		}
 		if len(out) == 0 {
 			return ""
@@ -484,7 +493,7 @@ func progress(events []Event, hs map[int32]*holding, cfg Config) ([]Violation, t
 		switch {
 		case !ok:
 			out = append(out, Violation{Property: PropProgress, At: healed, Res: w.res, Clients: []int{w.client},
-				Msg: fmt.Sprintf("client %d never acquired %s after the heal at %.3fs%s", w.client, w.res, healed.Seconds(), held(w.res))})
+				Msg: fmt.Sprintf("client %d never acquired %s after the heal at %.3fs%s", w.client, w.res, healed.Seconds(), held(w))})
 		case t-healed > cfg.ProgressBound:
 			out = append(out, Violation{Property: PropProgress, At: t, Res: w.res, Clients: []int{w.client},
 				Msg: fmt.Sprintf("client %d first acquired %s %v after the heal, beyond the bound of %v", w.client, w.res, (t - healed).Round(time.Millisecond), cfg.ProgressBound)})

@@ -409,11 +409,19 @@ func TestCheckProgress(t *testing.T) {
 	t.Run("no grant after the heal", func(t *testing.T) {
 		var b hist
 		b.add(0, Event{Kind: KindWorkload, Client: 7, Res: "mutex"})
+		b.add(0, Event{Kind: KindWorkload, Client: 6, Res: "mutex"})
+		b.hold(6, 1, "mutex", Exclusive, 10, 102, 103)
 		b.add(130, Event{Kind: KindQueue, Client: -1, Detail: "/n/mutex holds _c_a-lock-0000000001 (c3/2, created at zxid 0x5)"})
+		b.add(130, Event{Kind: KindQueue, Client: 7, Res: "mutex", Detail: "its worker at the end of the wait: releasing on session 2, since 120.000s"})
+		b.add(130, Event{Kind: KindQueue, Client: 6, Res: "mutex", Detail: "its worker at the end of the wait: holding"})
 		r := Check(b.finish(), testConfig)
 		wantProps(t, r, PropProgress)
-		if !strings.Contains(r.Violations[0].Msg, "client 7 never acquired mutex") || !strings.Contains(r.Violations[0].Msg, "(c3/2,") {
-			t.Errorf("message %q", r.Violations[0].Msg)
+		// The message names what the path held and what client 7's
+		// worker was doing, not client 6's.
+		msg := r.Violations[0].Msg
+		if !strings.Contains(msg, "client 7 never acquired mutex") || !strings.Contains(msg, "(c3/2,") ||
+			!strings.Contains(msg, "releasing on session 2") || strings.Contains(msg, "holding") {
+			t.Errorf("message %q", msg)
 		}
 	})
 	t.Run("too late", func(t *testing.T) {

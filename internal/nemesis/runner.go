@@ -123,7 +123,8 @@ type runner struct {
 	seq       int32
 	live      map[int32]liveHolding
 	workloads []workloadKey
-	acquired  map[workloadKey]bool // a non-empty grant since the last mark
+	acquired  map[workloadKey]bool    // a non-empty grant since the last mark
+	lockers   map[workloadKey]*worker // the workers of the lock workloads, for dumpQueues
 
 	sup supervisors // the supervised election's (supervised.go)
 }
@@ -161,7 +162,7 @@ func run(ctx context.Context, o Options, u *userRun) (*Result, error) {
 	r := &runner{
 		o: o, h: NewHistory(), cluster: o.Cluster, members: len(o.Cluster.Addrs()), user: u,
 		member: map[string]int{}, regs: map[string]*Register{},
-		live: map[int32]liveHolding{}, acquired: map[workloadKey]bool{},
+		live: map[int32]liveHolding{}, acquired: map[workloadKey]bool{}, lockers: map[workloadKey]*worker{},
 		healed: make(chan struct{}), writerQuiet: make(chan struct{}), cacheFinal: make(chan struct{}),
 	}
 	plan := NewPlan(PlanConfig{
@@ -334,6 +335,7 @@ func (r *runner) startWorkloads(ctx context.Context) {
 				rng: rand.New(rand.NewPCG(r.o.Seed, uint64(c.id)<<8|uint64(i)))}
 			r.mu.Lock()
 			r.workloads = append(r.workloads, workloadKey{c.id, w.name})
+			r.lockers[workloadKey{c.id, w.name}] = w
 			r.mu.Unlock()
 			r.workers.Add(1)
 			go w.run(ctx)
@@ -455,9 +457,18 @@ func (r *runner) waitAcquired(ctx context.Context, d time.Duration) bool {
 }
 
 // dumpQueues records, for a run whose workloads did not all make
-// progress, what each recipe's path holds and whose nodes they are (as
-// KindQueue events, shown in the timeline).
+// progress, what each recipe's path holds and whose nodes they are, and
+// what each lock workload that has not acquired is doing (as KindQueue
+// events: progress puts them in its violations).
 func (r *runner) dumpQueues(ctx context.Context) {
+	r.mu.Lock()
+	for k, w := range r.lockers {
+		if d := w.doing.Load(); d != nil && !r.acquired[k] {
+			r.h.Record(Event{Kind: KindQueue, Client: k.client, Res: k.res,
+				Detail: fmt.Sprintf("its worker at the end of the wait: %s, since %.3fs", d.what, d.since.Seconds())})
+		}
+	}
+	r.mu.Unlock()
 	owners := map[int64]string{}
 	for _, e := range r.h.Events() {
 		if e.Kind == KindSession {

@@ -177,6 +177,20 @@ type worker struct {
 	w    work
 	name string // w.name()
 	rng  *rand.Rand
+
+	doing atomic.Pointer[doing] // what the worker is doing, for a run that stalls
+}
+
+// doing is a worker's current step: what, and since when (in the
+// history's time).
+type doing struct {
+	what  string
+	since time.Duration
+}
+
+// set records the worker's current step.
+func (w *worker) set(format string, args ...any) {
+	w.doing.Store(&doing{what: fmt.Sprintf(format, args...), since: w.r.h.Since(time.Now())})
 }
 
 // held is a grant recorded in the history: one holding per part.
@@ -192,6 +206,7 @@ func (w *worker) run(ctx context.Context) {
 	var gen int32
 	var acquire acquirer
 	for ctx.Err() == nil {
+		w.set("waiting for a session")
 		ref, err := w.c.session(ctx)
 		if err != nil {
 			return
@@ -211,10 +226,12 @@ func (w *worker) step(ctx context.Context, acquire acquirer, gen int32) {
 	if w.rng.IntN(3) == 0 {
 		wait = w.between(1000, 5000)
 	}
+	w.set("acquiring on session %d (for up to %v)", gen, wait)
 	actx, cancel := context.WithTimeout(ctx, wait)
 	g, op, err := acquire(actx, w.rng)
 	cancel()
 	if err != nil {
+		w.set("after %s on session %d failed (%v): checking for orphans, then pausing", op, gen, err)
 		if strings.Contains(op, ".try") && errors.Is(err, zkrecipes.ErrLocked) {
 			w.r.h.Record(Event{Kind: KindBusy, Client: w.c.id, Gen: gen, Res: w.name, Op: op})
 			w.orphans(ctx, gen, op)
@@ -232,10 +249,12 @@ func (w *worker) step(ctx context.Context, acquire acquirer, gen int32) {
 		// One holding in ten is long, so that faults find holders to
 		// hit (see runner.awaitHolder).
 		long := w.rng.IntN(10) == 0
+		w.set("holding after %s on session %d", g.op, gen)
 		hd, empty := w.r.granted(w.c.id, gen, w.w, g, long)
 		lost := empty || w.use(ctx, hd, gen, long)
 		if !lost && ctx.Err() == nil && g.requeue != nil && w.rng.IntN(3) == 0 {
 			w.r.released(w.c.id, gen, hd)
+			w.set("requeueing on session %d", gen)
 			rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 			ng, err := g.requeue(rctx)
 			cancel()
@@ -248,6 +267,7 @@ func (w *worker) step(ctx context.Context, acquire acquirer, gen int32) {
 			continue
 		}
 		w.r.released(w.c.id, gen, hd)
+		w.set("releasing on session %d", gen)
 		// The release is attempted even after the run is stopped.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.r.o.SessionTimeout+5*time.Second)
 		op, err := g.release(rctx)
