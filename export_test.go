@@ -19,6 +19,15 @@ func SetBeforeWatch(m *Mutex, f func(pred string)) { m.st.q.beforeWatch = f }
 // in that gap.
 func SetAfterCheck(m *Semaphore, f func()) { m.afterCheck = f }
 
+// SetNodeBeforeWatch installs f to run in n's keeper each time the node is
+// made or taken over, before the watch on it is set, so tests can replace
+// the node in that gap.
+func SetNodeBeforeWatch(n *PersistentNode, f func()) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.beforeWatch = f
+}
+
 // MultiLockMutex returns the Mutex that m holds path with, so tests can make
 // one of its locks end on its own.
 func MultiLockMutex(m *MultiLock, path string) *Mutex {

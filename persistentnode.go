@@ -75,6 +75,7 @@ type PersistentNode struct {
 	mu      sync.Mutex
 	s       *Session
 	actual  string // the node's path once made (with its sequence number)
+	czxid   int64  // the creation zxid of the node at actual that is ours (made, or taken over)
 	present bool   // the node was last seen there, ours
 	unsent  bool   // SetData changed data while no node was present, after the last create took its data
 	prefix  string // protected prefix of a sequential node's first create
@@ -82,6 +83,9 @@ type PersistentNode struct {
 	owned   []*Session // sessions renew returned
 	err     error      // why run stopped
 	closed  bool
+	// beforeWatch is a test hook: it runs after the node is made or
+	// taken over and before the watch on it is set.
+	beforeWatch func()
 }
 
 // CreatePersistentNode creates the node at path with data in mode on the
@@ -330,10 +334,13 @@ func (n *PersistentNode) keepOn(ctx context.Context, s *Session) error {
 		default:
 			close(n.created)
 		}
-		p := n.actual
+		p, czxid := n.actual, n.czxid
 		n.present = true
-		unsent := n.unsent
+		unsent, hook := n.unsent, n.beforeWatch
 		n.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
 		if unsent {
 			// SetData ran after the create took its data and before
 			// the node was marked present: write what it set.
@@ -351,7 +358,7 @@ func (n *PersistentNode) keepOn(ctx context.Context, s *Session) error {
 				return err
 			}
 		}
-		err := n.watch(ctx, s, p)
+		err := n.watch(ctx, s, p, czxid)
 		n.mu.Lock()
 		n.present = false
 		n.mu.Unlock()
@@ -392,12 +399,12 @@ func (n *PersistentNode) ensure(ctx context.Context, s *Session) error {
 		data := bytes.Clone(n.data)
 		n.unsent = false
 		n.mu.Unlock()
-		made, _, err := s.create(ctx, p, data, creating{mode: mode, wait: s.createWait})
+		made, _, err := s.create(ctx, p, data, creating{mode: mode, wait: s.createWait, stat: true})
 		n.opMu.Unlock()
 		switch {
 		case err == nil:
 			n.mu.Lock()
-			n.actual = made.Path
+			n.actual, n.czxid = made.Path, made.Stat.Czxid
 			n.mu.Unlock()
 			return nil
 		case errors.Is(err, ErrConnectionLoss):
@@ -450,6 +457,9 @@ func (n *PersistentNode) existing(ctx context.Context, s *Session, p string, los
 	switch owner := st.EphemeralOwner; {
 	case owner == s.ID() && lost:
 		w.stop()
+		n.mu.Lock()
+		n.czxid = st.Czxid
+		n.mu.Unlock()
 		return true, nil
 	case owner == 0 && n.mode.Ephemeral():
 		w.stop()
@@ -458,11 +468,17 @@ func (n *PersistentNode) existing(ctx context.Context, s *Session, p string, los
 		w.stop()
 		n.opMu.Lock()
 		defer n.opMu.Unlock()
-		_, err := s.setData(ctx, p, n.Data(), -1)
+		st, err := s.setData(ctx, p, n.Data(), -1)
 		if errors.Is(err, zkclient.ErrNoNode) {
 			return false, nil // deleted meanwhile: create again
 		}
-		return err == nil, err
+		if err != nil {
+			return false, err
+		}
+		n.mu.Lock()
+		n.czxid = st.Czxid
+		n.mu.Unlock()
+		return true, nil
 	}
 	// Another session's ephemeral node (or another PersistentNode's of
 	// this session): wait until it goes.
@@ -513,7 +529,7 @@ func (n *PersistentNode) find(ctx context.Context, s *Session, p string) (bool, 
 		}
 		if !n.mode.Ephemeral() || st.EphemeralOwner == s.ID() {
 			n.mu.Lock()
-			n.actual = q
+			n.actual, n.czxid = q, st.Czxid
 			n.mu.Unlock()
 			return true, nil
 		}
@@ -522,11 +538,13 @@ func (n *PersistentNode) find(ctx context.Context, s *Session, p string) (bool, 
 }
 
 // watch waits until the node at p is gone (nil: make it again), s is over,
-// or ctx ends. A node of p that is not ours any more (ours was deleted and
-// another session made one) counts as gone: ensure then waits for it.
-func (n *PersistentNode) watch(ctx context.Context, s *Session, p string) error {
+// or ctx ends. A node at p that is not ours any more counts as gone: one
+// made at another zxid than czxid, ours (ours was deleted and another
+// made, perhaps before the watch was set), or an ephemeral node of
+// another session; ensure then takes it over, or waits for it.
+func (n *PersistentNode) watch(ctx context.Context, s *Session, p string, czxid int64) error {
 	return s.awaitDeleted(ctx, p, readStat, func(st zkclient.Stat) bool {
-		return n.mode.Ephemeral() && st.EphemeralOwner != s.ID()
+		return st.Czxid != czxid || n.mode.Ephemeral() && st.EphemeralOwner != s.ID()
 	})
 }
 

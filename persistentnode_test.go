@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -199,6 +200,42 @@ func TestPersistentNodeCancel(t *testing.T) {
 	}
 	if _, err := zkrecipes.CreatePersistentNode(ctx, s, p, nil, zkclient.PersistentWithTTL); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
 		t.Errorf("CreatePersistentNode with a TTL mode = %v, want ErrInvalidArgument", err)
+	}
+	e.empty(e.path)
+}
+
+// TestPersistentNodeReplacedBeforeWatch: a persistent node that another
+// client replaces with its own (delete and create in one multi) between the
+// keeper's create and its watch is not taken for the keeper's: the keeper
+// sees a node made at another zxid and takes it over (its data set back).
+// Seen under load on the embedded server in TestPersistentNodeModes.
+func TestPersistentNodeReplacedBeforeWatch(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, time.Minute)
+	s := e.session()
+	p := e.path + "/persistent"
+	e.mkdirs(e.path)
+	n := createNodeMode(t, ctx, s, p, "new", zkclient.Persistent)
+	var once sync.Once
+	replaced := make(chan error, 1)
+	zkrecipes.SetNodeBeforeWatch(n, func() {
+		once.Do(func() {
+			_, err := e.admin.Multi(e.admin.c.DeleteOp(p, -1),
+				e.admin.c.CreateOp(p, []byte("theirs"), zkclient.Persistent, openACL))
+			replaced <- err
+		})
+	})
+	must(t, e.admin.Delete(p, -1), "delete the persistent node")
+	select {
+	case err := <-replaced:
+		must(t, err, "replace the node before the keeper's watch")
+	case <-ctx.Done():
+		t.Fatal("the keeper never made the node again")
+	}
+	e.nodeIs(p, "new", 0)
+	must(t, n.Close(ctx), "Close")
+	if _, ok, _ := e.admin.Exists(p); ok {
+		t.Error("Close left the persistent node")
 	}
 	e.empty(e.path)
 }
