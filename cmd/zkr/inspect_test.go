@@ -143,14 +143,7 @@ func recipeFixture(t *testing.T, base string) []recipeWant {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(30*time.Second))
 	defer cancel()
-	session := func() *zkrecipes.Session {
-		s, err := zkrecipes.NewSession(ctx, []string{servers(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
+	session := func() *zkrecipes.Session { return testSession(t, ctx) }
 	s := session()
 	t.Cleanup(func() { s.DeleteTree(context.Background(), base) })
 	var want []recipeWant
@@ -274,11 +267,7 @@ func layoutFixture(t *testing.T, path string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
-	s, err := zkrecipes.NewSession(ctx, []string{servers(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := testSession(t, ctx)
 	if err := zkrecipes.NewMutex(s, path, zkrecipes.WithNodeData([]byte("zkr"))).Lock(ctx); err != nil {
 		t.Fatal(err)
 	}

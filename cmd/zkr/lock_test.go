@@ -21,14 +21,21 @@ func holdLock(t *testing.T, path string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
 	defer cancel()
+	if err := zkrecipes.NewMutex(testSession(t, ctx), path).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testSession opens a session of the test's own on the shared server,
+// closed when the test ends.
+func testSession(t *testing.T, ctx context.Context) *zkrecipes.Session {
+	t.Helper()
 	s, err := zkrecipes.NewSession(ctx, []string{servers(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if err := zkrecipes.NewMutex(s, path).Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	return s
 }
 
 func TestLockExcludes(t *testing.T) {
