@@ -181,7 +181,12 @@ func TestQueueTakeWaits(t *testing.T) {
 	if err := result(t, done, "cancelled Take"); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled Take = %v, want context.Canceled", err)
 	}
-	// Its watch is gone from the server: a change sends the session no event.
+	// Its watch is gone from the server: a change sends the session no
+	// event. The Take may have been cancelled with its listing on the way:
+	// the watch that listing sets is removed by a request the client sends
+	// when the listing's answer comes in. The first round trip takes that
+	// answer in; the second is answered after the removal.
+	roundTrip(t, cs)
 	roundTrip(t, cs)
 	seen := cs.Stats().WatchEvents
 	_, err := e.admin.Create(path+"/x", nil, zkclient.Persistent, openACL)
