@@ -88,7 +88,9 @@ failed() {
 	slowest
 	echo
 	echo "== $1 failed; its failures:"
-	"$out/testtool" print <"$out/$1.json" | grep -E '^(--- FAIL|FAIL|ok  |panic: |--- UNFINISHED)' || true
+	# (With each failed test's own lines, "    file.go:N: ...", which a
+	# report of the run's tail would otherwise not show.)
+	"$out/testtool" print <"$out/$1.json" | grep -E '^(--- FAIL|FAIL|ok  |panic: |--- UNFINISHED)|^ +[^ ]+\.go:[0-9]+: ' | cut -c1-600 | head -300 || true
 	exit 1
 }
 # gotest LABEL ARGS...: go test -json ARGS, shown as go test shows it.
