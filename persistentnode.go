@@ -129,6 +129,9 @@ func newPersistentNode(s *Session, path string, data []byte, cfg nodeConfig) *Pe
 
 // start runs the node and waits for its first creation.
 func (n *PersistentNode) start(ctx context.Context) (*PersistentNode, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, errorf("create persistent node %s: %w", n.path, err) // nothing sent
+	}
 	bctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	go n.run(bctx)

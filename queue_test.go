@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"testing"
@@ -360,4 +361,47 @@ func TestQueueOfferLateWithdrawalLost(t *testing.T) {
 	if data, ok, err := consumer.Poll(ctx); err != nil || !ok || string(data) != "x" {
 		t.Errorf("Poll for the item not withdrawn = %q, %v, %v; want x", data, ok, err)
 	}
+}
+
+// TestCancelledBeforeSendsNothing: a call whose context has ended before
+// it begins sends no create and makes nothing, for every recipe that makes
+// a node of the caller's own (one create path, requests.go's create). With
+// the first create sent regardless, its answer could come in before the
+// call looked at its context, and a cancelled Offer made its item (seen
+// once in a gate, TestLockingQueueTakeCancelled).
+func TestCancelledBeforeSendsNothing(t *testing.T) {
+	e := newEnv(t)
+	s := e.session()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p := e.path
+	calls := map[string]func() error{
+		"Queue.Offer":        func() error { return zkrecipes.NewQueue(s, p+"/q").Offer(ctx, []byte("x")) },
+		"LockingQueue.Offer": func() error { return zkrecipes.NewLockingQueue(s, p+"/lq").Offer(ctx, []byte("x")) },
+		"Mutex.Lock":         func() error { return zkrecipes.NewMutex(s, p+"/m").Lock(ctx) },
+		"Election.Campaign":  func() error { return zkrecipes.NewElection(s, p+"/e", "c").Campaign(ctx) },
+		"Barrier.Set":        func() error { return zkrecipes.NewBarrier(s, p+"/b").Set(ctx) },
+		"DoubleBarrier.Enter": func() error {
+			return zkrecipes.NewDoubleBarrier(s, p+"/db", 2).Enter(ctx)
+		},
+		"JoinGroup": func() error { _, err := zkrecipes.JoinGroup(ctx, s, p+"/g", "m", nil); return err },
+		"Discovery.Register": func() error {
+			_, err := zkrecipes.NewDiscovery(s, p+"/d").Register(ctx, zkrecipes.ServiceInstance{Name: "web", ID: "a"})
+			return err
+		},
+		"CreatePersistentNode": func() error {
+			_, err := zkrecipes.CreatePersistentNode(ctx, s, p+"/n", nil, zkclient.Ephemeral)
+			return err
+		},
+	}
+	for _, name := range slices.Sorted(maps.Keys(calls)) {
+		before := s.Stats().Creates
+		if err := calls[name](); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with an ended context = %v, want context.Canceled", name, err)
+		}
+		if n := s.Stats().Creates - before; n != 0 {
+			t.Errorf("%s with an ended context sent %d creates", name, n)
+		}
+	}
+	e.empty(p)
 }

@@ -394,10 +394,14 @@ func (s *Session) create(ctx context.Context, p string, data []byte, c creating)
 	if acl == nil {
 		acl = s.acl
 	}
-	for missing := 0; ; {
-		if c.wait == nil {
-			// As a waited call: nothing is sent once ctx has ended (c.wait
-			// sees to a create sent that late).
+	for missing, first := 0, true; ; first = false {
+		if c.wait == nil || first {
+			// Nothing is sent once ctx has ended: neither the first
+			// create (nothing to clean up then; sent, its answer could
+			// come in before c.wait looked at ctx, and a call cancelled
+			// before it began would make its node), nor any create of a
+			// call waited plainly. A later create with c.wait is sent:
+			// c.wait sees to a create sent that late.
 			if err := ctx.Err(); err != nil {
 				return zkclient.Created{}, lost, err
 			}
