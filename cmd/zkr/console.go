@@ -57,12 +57,13 @@ Content-Security-Policy lets it run no script but its own. A page address
 can name the view and the subtree: /?view=recipes&path=/locks.
 
 The console is read-only unless --allow-writes is given. Writes (create,
-set, delete) then need the token zkr prints when it starts: the printed
-address carries it in its #fragment, which the browser never sends; the
-page keeps it for the tab and sends it in a header. A write from another
-site's page (a form post, a fetch) is refused, and deleting a node with its
-children needs its path typed again. The console's own session creates no
-ephemeral nodes.
+set, delete, and a node's ACL, set from entries scheme:id:perms as acl set
+takes them, only if the ACL is still at the version the page read) then
+need the token zkr prints when it starts: the printed address carries it in
+its #fragment, which the browser never sends; the page keeps it for the tab
+and sends it in a header. A write from another site's page (a form post, a
+fetch) is refused, and deleting a node with its children needs its path
+typed again. The console's own session creates no ephemeral nodes.
 
 --addr must be a loopback address unless --public is given; a public
 console needs the token for every request, reads included. It speaks plain
@@ -75,7 +76,7 @@ retries a listing that fails meanwhile (an answer 5xx, or none), with a
 pause growing to 5 s, and says so; a node found deleted leaves the tree.
 JSON API (the page's): /api/children, /api/node, /api/recipes,
 /api/health, /api/events (GET, ?path=...), /api/create, /api/set,
-/api/delete (POST, JSON, with the token).`,
+/api/delete, /api/acl (POST, JSON, with the token).`,
 		Example: `  zkr console
   zkr console --addr 127.0.0.1:9000 --allow-writes
   zkr --servers zk1:2181,zk2:2181/app console`,
@@ -86,7 +87,7 @@ JSON API (the page's): /api/children, /api/node, /api/recipes,
 	}
 	f := cmd.Flags()
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "serve the page on this host:port")
-	f.BoolVar(&allowWrites, "allow-writes", false, "let the page create, set and delete nodes (with the printed token)")
+	f.BoolVar(&allowWrites, "allow-writes", false, "let the page create, set and delete nodes and set ACLs (with the printed token)")
 	f.BoolVar(&public, "public", false, "allow a non-loopback --addr; every request then needs the printed token")
 	return cmd
 }

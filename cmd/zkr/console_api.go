@@ -35,7 +35,7 @@ var consoleAssets embed.FS
 type consoleOptions struct {
 	Servers      []string    // the ensemble, for the four-letter words (orphans, health)
 	TLS          *tls.Config // for the four-letter words, when the servers speak TLS
-	AllowWrites  bool        // create, set and delete (with the token)
+	AllowWrites  bool        // create, set, delete and acl (with the token)
 	RequireToken bool        // every API request needs the token (a public address)
 	Token        string      // the run's secret
 
@@ -97,6 +97,7 @@ func newConsole(s *zkrecipes.Session, opts consoleOptions) *console {
 	c.mux.HandleFunc("POST /api/create", c.write(c.create))
 	c.mux.HandleFunc("POST /api/set", c.write(c.set))
 	c.mux.HandleFunc("POST /api/delete", c.write(c.delete))
+	c.mux.HandleFunc("POST /api/acl", c.write(c.setACL))
 	return c
 }
 
@@ -225,7 +226,8 @@ func (e badRequest) Unwrap() error { return e.error }
 func statusOf(err error) int {
 	var br badRequest
 	switch {
-	case errors.As(err, &br), errors.Is(err, zkrecipes.ErrInvalidPath), errors.Is(err, zkrecipes.ErrInvalidArgument):
+	case errors.As(err, &br), errors.Is(err, zkrecipes.ErrInvalidPath), errors.Is(err, zkrecipes.ErrInvalidArgument),
+		errors.Is(err, zkclient.ErrInvalidACL):
 		return http.StatusBadRequest
 	case errors.Is(err, zkclient.ErrNoNode):
 		return http.StatusNotFound
@@ -339,6 +341,7 @@ type consoleNode struct {
 	Stat       *statView  `json:"stat"`
 	Version    int32      `json:"version"`
 	ACL        []aclEntry `json:"acl"`
+	ACLVersion int32      `json:"acl_version"` // the ACL's, read with it: the version to give /api/acl
 	ACLError   string     `json:"acl_error,omitempty"`
 	Owner      string     `json:"owner,omitempty"` // the ephemeral owner, 0x…
 }
@@ -359,10 +362,10 @@ func (c *console) node(w http.ResponseWriter, r *http.Request) {
 	if st.EphemeralOwner != 0 {
 		v.Owner = sessionIDHex(st.EphemeralOwner)
 	}
-	if acl, _, err := s.GetACL(r.Context(), path); err != nil {
+	if acl, ast, err := s.GetACL(r.Context(), path); err != nil {
 		v.ACLError = err.Error()
 	} else {
-		v.ACL = viewACL(acl)
+		v.ACL, v.ACLVersion = viewACL(acl), ast.Aversion
 	}
 	writeJSON(w, v)
 }
@@ -555,16 +558,17 @@ func (c *console) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"members": members, "sessions": slices.Concat(sessions...), "at_ms": time.Now().UnixMilli()})
 }
 
-// writeRequest is the body of create, set and delete.
+// writeRequest is the body of create, set, delete and acl.
 type writeRequest struct {
-	Path       string  `json:"path"`
-	Data       *string `json:"data"`        // text
-	DataBase64 *string `json:"data_base64"` // or bytes
-	Mode       string  `json:"mode"`        // create: persistent (default), sequential, container
-	Version    *int32  `json:"version"`     // set, delete: the version to expect (default any)
-	Recursive  bool    `json:"recursive"`   // delete: with its children
-	Confirm    string  `json:"confirm"`     // delete with recursive: the path again
-	Parents    bool    `json:"parents"`     // create: the missing parents too
+	Path       string   `json:"path"`
+	Data       *string  `json:"data"`        // text
+	DataBase64 *string  `json:"data_base64"` // or bytes
+	Mode       string   `json:"mode"`        // create: persistent (default), sequential, container
+	Version    *int32   `json:"version"`     // set, delete: the version to expect; acl: the ACL version (default any)
+	ACL        []string `json:"acl"`         // acl: the new ACL, scheme:id:perms entries as zkr acl set takes them
+	Recursive  bool     `json:"recursive"`   // delete: with its children
+	Confirm    string   `json:"confirm"`     // delete with recursive: the path again
+	Parents    bool     `json:"parents"`     // create: the missing parents too
 }
 
 func decodeWrite(body []byte) (*writeRequest, []byte, error) {
@@ -662,4 +666,38 @@ func (c *console) delete(ctx context.Context, body []byte) (any, error) {
 		return nil, err
 	}
 	return map[string]any{"path": req.Path}, nil
+}
+
+// setACL replaces a node's ACL, if its ACL version is still the one given
+// (the node view's acl_version), with entries parsed as zkr acl set parses
+// its arguments. A bad entry changes nothing and is named in the error.
+func (c *console) setACL(ctx context.Context, body []byte) (any, error) {
+	req, _, err := decodeWrite(body)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := parseACL(req.ACL)
+	if err != nil {
+		return nil, badRequest{err}
+	}
+	acl, err := clientACL(req.Path, entries)
+	if err != nil {
+		return nil, badRequest{err}
+	}
+	version := int32(-1)
+	if req.Version != nil {
+		version = *req.Version
+	}
+	st, err := c.session().SetACL(ctx, req.Path, acl, version)
+	switch {
+	case errors.Is(err, zkclient.ErrBadVersion):
+		return nil, fmt.Errorf("the ACL of %s changed since it was read (it is no longer at ACL version %d): %w", req.Path, version, err)
+	case errors.Is(err, zkclient.ErrNoAuth):
+		return nil, fmt.Errorf("the console's session may not change the ACL of %s (that needs the admin permission, a): %w", req.Path, err)
+	case errors.Is(err, zkclient.ErrInvalidACL):
+		return nil, fmt.Errorf("ZooKeeper refused the ACL (an auth: entry needs the console's session authenticated; an id must suit its scheme): %w", err)
+	case err != nil:
+		return nil, err
+	}
+	return map[string]any{"path": req.Path, "acl": entries, "stat": viewStat(st)}, nil
 }

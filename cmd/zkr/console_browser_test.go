@@ -408,6 +408,96 @@ func TestConsoleBrowser(t *testing.T) {
 	tb.shot("ensemble")
 }
 
+// aclJS is the ACL the details pane shows, one "scheme:id:perms" per row,
+// joined by spaces, then the Set ACL button's text.
+const aclJS = `[...document.querySelectorAll("#acl tr")].slice(1).map((r) => [...r.cells].map((c) => c.textContent).join(":")).join(" ") + " | " + (document.getElementById("aclbtn") || {}).textContent`
+
+// TestConsoleBrowserACL: with --allow-writes, the details pane's ACL
+// editor, prefilled with the node's ACL (an id made of HTML shown as
+// text), sets the ACL the user typed, and the pane then shows the new one;
+// a bad entry is refused, named in the message bar, and so is a change
+// made from the ACL version read before another client changed it: the
+// server's ACL stays as it was.
+func TestConsoleBrowserACL(t *testing.T) {
+	tc := newTestConsole(t, consoleOptions{AllowWrites: true})
+	tb := newTab(t)
+	defer tb.close()
+	tb.allow("status of 400 (Bad Request) at "+tc.srv.URL+"/api/acl", "status of 409 (Conflict) at "+tc.srv.URL+"/api/acl")
+	path := testPath(t, "acl") + "/cfg"
+	mkNode(t, tc.s, path, "v1")
+	adm := admin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(30*time.Second))
+	defer cancel()
+	evil := `<img src=x onerror=window.__pwned=1>:hash`
+	if _, err := adm.SetACL(ctx, path, []zkclient.ACL{{Perms: zkclient.PermAll, Scheme: "world", ID: "anyone"}, {Perms: zkclient.PermRead, Scheme: "digest", ID: evil}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	aclOf := func() string { // the server's
+		acl, st, err := adm.GetACL(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var es []string
+		for _, e := range viewACL(acl) {
+			es = append(es, e.String())
+		}
+		return strings.Join(es, " ") + " @" + strconv.Itoa(int(st.Aversion))
+	}
+
+	tb.do(chromedp.Navigate(tc.srv.URL + "/?path=" + url.QueryEscape(path) + "#token=" + tc.opts.Token))
+	tb.waitJS(10*time.Second, "the event stream", `document.getElementById("live").dataset.state`, "live")
+	tb.waitJS(10*time.Second, "the node's ACL", aclJS, "world:anyone:cdrwa digest:"+evil+":r | Set ACL (ACL version 1)")
+	if got := tb.eval(`document.getElementById("setacl").value`); got != "world:anyone:cdrwa\ndigest:"+evil+":r" {
+		t.Errorf("the ACL editor starts with %q", got)
+	}
+	if p := tb.eval(`String(window.__pwned)`); p != "undefined" {
+		t.Errorf("an ACL id made of HTML ran as such: window.__pwned = %s", p)
+	}
+
+	digest := zkclient.DigestACL(zkclient.PermAll, "bob", "pw")[0].ID
+	setACL := func(text string) {
+		t.Helper()
+		tb.eval(`(() => { document.getElementById("setacl").value = ` + strconv.Quote(text) + `; return ""; })()`)
+		tb.click("#aclbtn")
+	}
+	setACL("world:anyone:rwa\n  digest:" + digest + ":r\n\n")
+	tb.waitJS(10*time.Second, "the new ACL on the page", aclJS, "world:anyone:rwa digest:"+digest+":r | Set ACL (ACL version 2)")
+	if got, want := aclOf(), "world:anyone:rwa digest:"+digest+":r @2"; got != want {
+		t.Fatalf("the server's ACL after Set: %s, want %s", got, want)
+	}
+	tb.eval(`(() => { document.getElementById("aclbtn").scrollIntoView({ block: "end" }); return ""; })()`)
+	tb.shot("acl-edit")
+
+	setACL("world:anyone:rwa\nworld:anyone:rx")
+	tb.waitJS(10*time.Second, "the bad entry refused, named", `document.getElementById("msg").textContent.startsWith('ACL entry "world:anyone:rx": ') + " " + document.getElementById("aclbtn").textContent`,
+		"true Set ACL (ACL version 2)")
+	if got, want := aclOf(), "world:anyone:rwa digest:"+digest+":r @2"; got != want {
+		t.Fatalf("after the bad entry, the server's ACL: %s, want %s", got, want)
+	}
+
+	// Again, long after the page's first reads: the pane is drawn again
+	// by the Set itself (a new ACL fires no watch), with the message
+	// cleared.
+	setACL("world:anyone:cdrwa")
+	tb.waitJS(10*time.Second, "the second ACL on the page", aclJS+` + " | " + document.getElementById("msg").textContent`,
+		"world:anyone:cdrwa | Set ACL (ACL version 3) | ")
+	if got, want := aclOf(), "world:anyone:cdrwa @3"; got != want {
+		t.Fatalf("the server's ACL after the second Set: %s, want %s", got, want)
+	}
+
+	// Another client changes the ACL: the page, which read version 3,
+	// is refused.
+	if _, err := adm.SetACL(ctx, path, zkclient.WorldACL(zkclient.PermRead|zkclient.PermAdmin), 3); err != nil {
+		t.Fatal(err)
+	}
+	setACL("world:anyone:r")
+	tb.waitJS(10*time.Second, "the stale version refused",
+		`String(/changed since it was read \(it is no longer at ACL version 3\)/.test(document.getElementById("msg").textContent))`, "true")
+	if got, want := aclOf(), "world:anyone:ra @4"; got != want {
+		t.Errorf("after the refused Set, the server's ACL: %s, want %s", got, want)
+	}
+}
+
 // TestConsoleBrowserXSS: node data, a contender's id and a node name
 // made of HTML and script are shown as text, in the details, the tree and
 // the recipes view; no script of theirs runs.

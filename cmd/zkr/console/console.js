@@ -394,6 +394,9 @@ async function showDetails() {
   const old = $("setdata");
   const carry = old && old.dataset.path === path && old.value !== old.dataset.orig
     ? { value: old.value, orig: old.dataset.orig, version: Number(old.dataset.version) } : null;
+  const oldACL = $("setacl");
+  const aclCarry = oldACL && oldACL.dataset.path === path && oldACL.value !== oldACL.dataset.orig
+    ? { value: oldACL.value, orig: oldACL.dataset.orig, version: Number(oldACL.dataset.version) } : null;
   const pre = el("pre", { class: "data", id: "nodedata" }, dataText(v));
   const tabs = el("div", { class: "dtabs" });
   for (const m of ["text", "json", "hex"]) {
@@ -410,15 +413,60 @@ async function showDetails() {
     ["created", st.ctime + " (" + st.cZxid + ")"], ["modified", st.mtime + " (" + st.mZxid + ")"],
     ["cversion", st.cversion], ["aclVersion", st.aclVersion], ["pZxid", st.pZxid],
   ]) stat.append(el("tr", {}, el("th", {}, k), el("td", { class: "mono" }, val)));
-  const acl = el("table", {});
+  const acl = el("table", { id: "acl" });
   acl.append(el("tr", {}, el("th", {}, "scheme"), el("th", {}, "id"), el("th", {}, "perms")));
   for (const a of v.acl || []) acl.append(el("tr", {}, el("td", {}, a.scheme), el("td", { class: "mono" }, a.id), el("td", { class: "mono" }, a.perms)));
   box.replaceChildren(...[
     el("h2", {}, path), tabs, pre,
     el("h3", {}, "Stat"), stat,
     el("h3", {}, "ACL"), v.acl_error ? el("p", { class: "err" }, v.acl_error) : acl,
+    state.info && state.info.writes && !v.acl_error ? aclForm(v, aclCarry) : null,
     state.info && state.info.writes ? writeForms(v, carry) : null,
   ].filter(Boolean));
+}
+
+// act makes a write's click handler: the message bar shows its error, or
+// is cleared once it succeeds.
+function act(f) {
+  return async () => {
+    try { await f(); say(""); } catch (e) { say(e.message); }
+  };
+}
+
+// saved marks the edit in the textarea id, for path, as no longer an edit
+// once its text, sent, is written, so that the node's refresh shows what
+// the server has. The textarea may be another than the one sent from: the
+// pane, drawn again while the write was on its way, carried the edit over.
+function saved(id, path, sent) {
+  const t = $(id);
+  if (t && t.dataset.path === path && t.value === sent) t.dataset.orig = sent;
+}
+
+// aclForm edits the node's ACL, one scheme:id:perms entry a line (as zkr
+// acl set takes them); the server sets it only if the ACL is still at the
+// version it was read at (an edit in progress survives the node's
+// refresh, with that version, as the data's does).
+function aclForm(v, carry) {
+  const path = v.path;
+  const orig = carry ? carry.orig : (v.acl || []).map((a) => a.scheme + ":" + a.id + ":" + a.perms).join("\n");
+  const version = carry ? carry.version : v.acl_version;
+  const text = el("textarea", {
+    id: "setacl", "data-path": path, "data-orig": orig, "data-version": version, spellcheck: "false",
+    "aria-label": "the ACL, one scheme:id:perms entry a line",
+  });
+  text.value = carry ? carry.value : orig;
+  return el("div", { class: "writes" },
+    el("div", { class: "hint" }, "Edit the ACL: one entry a line, scheme:id:perms (world:anyone:r, digest:user:HASH:cdrwa, ip:10.0.0.0/8:r, auth::cdrwa)"),
+    el("div", {}, text, el("button", {
+      type: "button", id: "aclbtn",
+      onclick: act(async () => {
+        const sent = text.value;
+        await post("acl", { path, acl: sent.split("\n").map((l) => l.trim()).filter((l) => l !== ""), version });
+        saved("setacl", path, sent);
+        showDetails(); // an ACL's change fires no watch: read it again here
+      }),
+    }, "Set ACL (ACL version " + version + ")")),
+  );
 }
 
 function writeForms(v, carry) {
@@ -432,16 +480,14 @@ function writeForms(v, carry) {
   const mode = el("select", { id: "childmode" }, el("option", {}, "persistent"), el("option", {}, "sequential"), el("option", {}, "container"));
   const recursive = el("input", { type: "checkbox", id: "recursive" });
   const confirm = el("input", { id: "confirmpath", placeholder: "type the path to delete it with its children", size: 40 });
-  const act = (f) => async () => {
-    try { await f(); say(""); } catch (e) { say(e.message); }
-  };
   return el("div", { class: "writes" },
     el("h3", {}, "Change"),
     el("div", {}, data, el("button", {
       type: "button", id: "setbtn", disabled: v.data === undefined,
       onclick: act(async () => {
-        await post("set", { path, data: data.value, version });
-        data.dataset.orig = data.value; // saved: no longer an edit
+        const sent = data.value;
+        await post("set", { path, data: sent, version });
+        saved("setdata", path, sent);
         showDetails();
       }),
     }, "Save data (version " + version + ")")),
