@@ -88,12 +88,17 @@ func counterInterop(t *testing.T, e *env, ctx context.Context, curator curatorCm
 
 // queueInterop: Curator, kazoo and zkrecipes producers (Curator's names,
 // kazoo's, and zkrecipes' own in Curator's) and consumers on one queue at
-// once; every item is taken exactly once. Curator's consumer sees only
-// Curator's names, so the quotas leave it enough of them.
+// once; every item is taken exactly once. Each consumer takes a fixed
+// number. Curator's takes only Curator's names (60 of the 90); kazoo's and
+// zkrecipes' take any. zkrecipes' consumers take goEarly alongside the
+// others, and the rest once both are done: so, however the takes
+// interleave, at least 60-10-20 of Curator's names are left for Curator's
+// 20. (With all 50 at once, zkrecipes' consumers once took so many of
+// Curator's names that Curator's consumer never got its 20.)
 func queueInterop(t *testing.T, e *env, ctx context.Context, curator curatorCmd, args contenderArgs) {
 	path := e.path + "/queue"
 	start := filepath.Join(t.TempDir(), "start")
-	const each, curatorTakes, kazooTakes, goTakes = 30, 20, 20, 50
+	const each, curatorTakes, kazooTakes, goTakes, goEarly = 30, 20, 20, 50, 10
 	procs := startReady(t,
 		curator(ctx, argv(t, args("queue-offer", path, "curator", each, start))...),
 		curator(ctx, argv(t, args("queue-take", path, "curator-taker", curatorTakes, start))...),
@@ -101,8 +106,14 @@ func queueInterop(t *testing.T, e *env, ctx context.Context, curator curatorCmd,
 		interop.Kazoo(ctx, argv(t, args("queue-take", path, "kazoo-taker", kazooTakes, start))...))
 	must(t, os.WriteFile(start, nil, 0o644), "start barrier")
 
+	takers := make(chan struct{}) // closed once Curator's and kazoo's consumers are done
+	go func() {
+		<-procs[1].done
+		<-procs[3].done
+		close(takers)
+	}()
 	producer := zkrecipes.NewQueue(e.session(), path)
-	taken := goQueueSide(t, e, ctx, each, goTakes, producer.Offer, func(i int, s *zkrecipes.Session) func() ([]byte, bool) {
+	taken := goQueueSide(t, e, ctx, each, goTakes, goEarly, takers, producer.Offer, func(i int, s *zkrecipes.Session) func() ([]byte, bool) {
 		q := zkrecipes.NewQueue(s, path)
 		return func() ([]byte, bool) {
 			data, err := q.Take(ctx)
@@ -150,7 +161,7 @@ func lockingQueueInterop(t *testing.T, e *env, ctx context.Context, args contend
 	e.expire(crashing)
 	closed(t, lost.Lost(), "the expired consumer's item")
 
-	taken := goQueueSide(t, e, ctx, each, 2*each+1-kazooTakes, producer.Offer, func(i int, s *zkrecipes.Session) func() ([]byte, bool) {
+	taken := goQueueSide(t, e, ctx, each, 2*each+1-kazooTakes, 2*each+1-kazooTakes, nil, producer.Offer, func(i int, s *zkrecipes.Session) func() ([]byte, bool) {
 		q := zkrecipes.NewLockingQueue(s, path)
 		return func() ([]byte, bool) {
 			it, err := q.Take(ctx)
@@ -181,10 +192,11 @@ func lockingQueueInterop(t *testing.T, e *env, ctx context.Context, args contend
 
 // goQueueSide is zkrecipes' side of a queue's interop test: one producer
 // offers "go-1" to "go-<each>" while two consumers, each on a session of
-// its own, take takes items between them; it returns the items they took.
+// its own, take takes items between them, the first early of them at once
+// and the rest once later is closed; it returns the items they took.
 // consumer gives consumer i's take on its session, which returns an
 // item's data, or false to stop.
-func goQueueSide(t *testing.T, e *env, ctx context.Context, each int, takes int32, offer func(context.Context, []byte) error,
+func goQueueSide(t *testing.T, e *env, ctx context.Context, each int, takes, early int32, later <-chan struct{}, offer func(context.Context, []byte) error,
 	consumer func(i int, s *zkrecipes.Session) func() ([]byte, bool)) []string {
 	var mu sync.Mutex
 	var taken []string
@@ -204,7 +216,14 @@ func goQueueSide(t *testing.T, e *env, ctx context.Context, each int, takes int3
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for reserved.Add(1) <= takes {
+			for n := reserved.Add(1); n <= takes; n = reserved.Add(1) {
+				if n > early {
+					select {
+					case <-later:
+					case <-ctx.Done():
+						return
+					}
+				}
 				data, ok := take()
 				if !ok {
 					return
