@@ -371,6 +371,13 @@ func (n *PersistentNode) keepOn(ctx context.Context, s *Session) error {
 	}
 }
 
+// own records the node at p, made at czxid, as the node's own.
+func (n *PersistentNode) own(p string, czxid int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.actual, n.czxid = p, czxid
+}
+
 // target returns where and how the next create goes: the node's own path
 // once it is known (a sequential node keeps its name, re-created in the
 // non-sequential mode of its kind), else the requested path, with the
@@ -406,9 +413,7 @@ func (n *PersistentNode) ensure(ctx context.Context, s *Session) error {
 		n.opMu.Unlock()
 		switch {
 		case err == nil:
-			n.mu.Lock()
-			n.actual, n.czxid = made.Path, made.Stat.Czxid
-			n.mu.Unlock()
+			n.own(made.Path, made.Stat.Czxid)
 			return nil
 		case errors.Is(err, ErrConnectionLoss):
 			lost = true
@@ -426,14 +431,12 @@ func (n *PersistentNode) ensure(ctx context.Context, s *Session) error {
 				return err
 			}
 		case errors.Is(err, zkclient.ErrNodeExists):
-			ours, err := n.existing(ctx, s, p, lost)
+			ours, czxid, err := n.existing(ctx, s, p, lost)
 			if err != nil {
 				return err
 			}
 			if ours {
-				n.mu.Lock()
-				n.actual = p
-				n.mu.Unlock()
+				n.own(p, czxid)
 				return nil
 			}
 		default:
@@ -444,58 +447,52 @@ func (n *PersistentNode) ensure(ctx context.Context, s *Session) error {
 
 // existing decides about a node that is in the way of the create of p: it
 // is ours (made by a create of this session whose answer was lost, or a
-// persistent node to take over, whose data it then sets), or it is
-// another's ephemeral node, whose end existing waits for before it returns
-// to create again.
-func (n *PersistentNode) existing(ctx context.Context, s *Session, p string, lost bool) (ours bool, err error) {
+// persistent node to take over, whose data it then sets), and existing
+// returns its creation zxid; or it is another's ephemeral node, whose end
+// existing waits for before it returns to create again.
+func (n *PersistentNode) existing(ctx context.Context, s *Session, p string, lost bool) (ours bool, czxid int64, err error) {
 	rd, err := s.read(ctx, p, reading{op: readStat, watch: true})
 	st, ok, w := rd.st, rd.ok, rd.w
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	if !ok {
 		w.stop()
-		return false, nil // gone already: create again
+		return false, 0, nil // gone already: create again
 	}
 	switch owner := st.EphemeralOwner; {
 	case owner == s.ID() && lost:
 		w.stop()
-		n.mu.Lock()
-		n.czxid = st.Czxid
-		n.mu.Unlock()
-		return true, nil
+		return true, st.Czxid, nil
 	case owner == 0 && n.mode.Ephemeral():
 		w.stop()
-		return false, fmt.Errorf("%w: %s exists and is not ephemeral", zkclient.ErrNodeExists, p)
+		return false, 0, fmt.Errorf("%w: %s exists and is not ephemeral", zkclient.ErrNodeExists, p)
 	case owner == 0:
 		w.stop()
 		n.opMu.Lock()
 		defer n.opMu.Unlock()
 		st, err := s.setData(ctx, p, n.Data(), -1)
 		if errors.Is(err, zkclient.ErrNoNode) {
-			return false, nil // deleted meanwhile: create again
+			return false, 0, nil // deleted meanwhile: create again
 		}
 		if err != nil {
-			return false, err
+			return false, 0, err
 		}
-		n.mu.Lock()
-		n.czxid = st.Czxid
-		n.mu.Unlock()
-		return true, nil
+		return true, st.Czxid, nil
 	}
 	// Another session's ephemeral node (or another PersistentNode's of
 	// this session): wait until it goes.
 	select {
 	case ev := <-w.event():
 		if ev.Type == zkclient.EventNotWatching {
-			return false, s.Err()
+			return false, 0, s.Err()
 		}
-		return false, nil
+		return false, 0, nil
 	case <-ctx.Done():
 		w.stop()
-		return false, ctx.Err()
+		return false, 0, ctx.Err()
 	case <-s.Done():
-		return false, s.Err()
+		return false, 0, s.Err()
 	}
 }
 
@@ -531,9 +528,7 @@ func (n *PersistentNode) find(ctx context.Context, s *Session, p string) (bool, 
 			return false, err
 		}
 		if !n.mode.Ephemeral() || st.EphemeralOwner == s.ID() {
-			n.mu.Lock()
-			n.actual, n.czxid = q, st.Czxid
-			n.mu.Unlock()
+			n.own(q, st.Czxid)
 			return true, nil
 		}
 	}
