@@ -215,6 +215,26 @@ func recipeFixture(t *testing.T, base string) []recipeWant {
 		}
 	}
 	want = append(want, recipeWant{db, "double barrier", "double barrier, 2 entered, ready", "entered:participant: entered:participant:"})
+
+	// The same, its participants named by UUIDs that end in ten decimal
+	// digits, as about one in a hundred does (Curator's and zkrecipes'
+	// form, and kazoo's): they are not sequence numbers.
+	conn, acl := admin(t), zkclient.WorldACL(zkclient.PermAll)
+	db2 := base + "/barrier-digits"
+	for _, p := range []struct {
+		name string
+		mode zkclient.CreateMode
+	}{
+		{"", zkclient.Persistent},
+		{"/0b5e4c1d-9f2a-4e7b-8c3d-001234567890", zkclient.Ephemeral},
+		{"/4f1c9e2ab07d4c5e8a9b121234567890", zkclient.Ephemeral},
+		{"/" + barrierReady, zkclient.Ephemeral},
+	} {
+		if _, err := conn.Create(ctx, db2+p.name, nil, p.mode, acl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want = append(want, recipeWant{db2, "double barrier", "double barrier, 2 entered, ready", "entered:participant: entered:participant:"})
 	return want
 }
 
@@ -248,12 +268,14 @@ func TestSeqNumber(t *testing.T) {
 	for name, want := range map[string]int64{
 		"_c_0b5e-4c1d-lease-0000000001": 1, "qn-0000000123": 123, "entry-100-0000000007": 7,
 		"x--000000005": -5, "x-2147483648": -2147483648, "lock-2147483647": 2147483647,
+		"_c_0b5e4c1d-9f2a-4e7b-8c3d-001234567890-lock-0000000042": 42,
 	} {
 		if v, ok := seqNumber(name); !ok || v != want {
 			t.Errorf("seqNumber(%q) = %d, %v; want %d", name, v, ok, want)
 		}
 	}
-	for _, name := range []string{"abc", "lock-", "m1", "x-12345678a9"} {
+	for _, name := range []string{"abc", "lock-", "m1", "x-12345678a9",
+		"0b5e4c1d-9f2a-4e7b-8c3d-001234567890", "4f1c9e2ab07d4c5e8a9b121234567890"} {
 		if v, ok := seqNumber(name); ok {
 			t.Errorf("seqNumber(%q) = %d, true; want none", name, v)
 		}

@@ -72,14 +72,20 @@ var (
 	// itemName is a work queue's item: Curator's "qn-<seq>", kazoo's
 	// "entry-<priority>-<seq>".
 	itemName = regexp.MustCompile(`^(qn-|entry-\d{3}-)(\d{10}|-\d{9,10})$`)
-	// seqSuffix ends a sequential node's name: its number (see seqOf).
-	seqSuffix = regexp.MustCompile(`(\d{10}|-\d{9,10})$`)
+	// uuidName is a name that is a whole UUID, as a double barrier's
+	// participants are named: Curator's and zkrecipes' "8-4-4-4-12" form,
+	// kazoo's 32 hex digits.
+	uuidName = regexp.MustCompile(`^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$`)
 )
 
 // seqNumber returns the sequence number that ends a sequential node's
 // name: ten digits, or, once the counter has wrapped, a minus sign and
-// nine or ten digits (ZooKeeper's %010d).
+// nine or ten digits (ZooKeeper's %010d). A name that is a whole UUID has
+// none, though about one UUID in a hundred ends in ten decimal digits.
 func seqNumber(name string) (int64, bool) {
+	if uuidName.MatchString(name) {
+		return 0, false
+	}
 	for _, width := range []int{10, 11} {
 		if len(name) < width {
 			continue
@@ -141,7 +147,8 @@ func recognise(ctx context.Context, r treeReader, path string, kids []string, no
 	members := slices.DeleteFunc(slices.Clone(kids), func(k string) bool { _, ok := nodes[k]; return !ok || k == barrierReady })
 	slices.Sort(members)
 	if len(members) == 0 || slices.ContainsFunc(members, func(k string) bool {
-		return nodes[k].st.EphemeralOwner == 0 || seqSuffix.MatchString(k)
+		_, seq := seqNumber(k)
+		return nodes[k].st.EphemeralOwner == 0 || seq
 	}) {
 		return nil, nil
 	}
