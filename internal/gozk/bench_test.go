@@ -3,6 +3,7 @@ package gozk_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,6 +63,28 @@ func BenchmarkHandoff(b *testing.B) {
 			if total != nil {
 				b.ReportMetric(ratio(total, "zkrecipes", "go-zookeeper"), "vs-go-zookeeper")
 				b.ReportMetric(ratio(total, "zkrecipes-requeue", "go-zookeeper"), "requeue-vs-go-zookeeper")
+			}
+		})
+	}
+}
+
+// BenchmarkHandoffCurator measures the contended loop of BenchmarkHandoff
+// against Apache Curator's InterProcessMutex (Debian's Curator 5.4, in one
+// JVM for the whole benchmark that warms up before its first measured run:
+// see gozk.Curator), with go-zookeeper/zk's Lock beside them, at 10, 100
+// and 500 sessions. vs-curator is zkrecipes' throughput over Curator's,
+// requeue-vs-curator Requeue's, vs-go-zookeeper zkrecipes' over
+// go-zookeeper/zk's. It needs Java and Curator's jars
+// (scripts/install-deps.sh installs them). Not part of the usual run:
+// -bench HandoffCurator.
+func BenchmarkHandoffCurator(b *testing.B) {
+	for _, n := range []int{10, 100, 500} {
+		b.Run(fmt.Sprintf("contenders=%d", n), func(b *testing.B) {
+			total := compare(b, n, false, "zkrecipes", "zkrecipes-requeue", "go-zookeeper", "curator")
+			if total != nil {
+				b.ReportMetric(ratio(total, "zkrecipes", "curator"), "vs-curator")
+				b.ReportMetric(ratio(total, "zkrecipes-requeue", "curator"), "requeue-vs-curator")
+				b.ReportMetric(ratio(total, "zkrecipes", "go-zookeeper"), "vs-go-zookeeper")
 			}
 		})
 	}
@@ -182,7 +205,7 @@ func compare(b *testing.B, contenders int, chain bool, recipes ...string) map[st
 	for _, recipe := range recipes {
 		// The warm-up (see above): a small run of each workload.
 		n := min(contenders, 10)
-		_, err := gozk.Run(ctx, recipe, bench.Config{
+		_, err := run(ctx, recipe, bench.Config{
 			Servers: shared.Addrs(), Path: fmt.Sprintf("/bench/warm-%s-%d-%d", recipe, contenders, time.Now().UnixNano()),
 			Contenders: n, Acquisitions: max(200, n), Chain: chain,
 		})
@@ -194,7 +217,7 @@ func compare(b *testing.B, contenders int, chain bool, recipes ...string) map[st
 	var runs []bench.Result
 	for _, recipe := range bench.Interleave(recipes, rounds) {
 		path := fmt.Sprintf("/bench/%s-%d-%d", recipe, contenders, time.Now().UnixNano())
-		res, err := gozk.Run(ctx, recipe, bench.Config{
+		res, err := run(ctx, recipe, bench.Config{
 			Servers: shared.Addrs(), Path: path, Contenders: contenders, Acquisitions: per, Chain: chain,
 		})
 		if err != nil {
@@ -235,6 +258,26 @@ func compare(b *testing.B, contenders int, chain bool, recipes ...string) map[st
 	}
 	return total
 }
+
+// run runs the workload named recipe: "curator" on the Curator workload,
+// compiled on first use, any other with gozk.Run.
+func run(ctx context.Context, recipe string, cfg bench.Config) (bench.Result, error) {
+	if recipe != "curator" {
+		return gozk.Run(ctx, recipe, cfg)
+	}
+	curatorOnce.Do(func() { curator, curatorErr = gozk.NewCurator(context.Background(), curatorDir) })
+	if curatorErr != nil {
+		return bench.Result{}, curatorErr
+	}
+	return curator.Run(ctx, recipe, cfg)
+}
+
+// The Curator workload, once run has compiled it.
+var (
+	curatorOnce sync.Once
+	curator     *gozk.Curator
+	curatorErr  error
+)
 
 // ratio is a's throughput over b's: above 1, a is faster (for handoff
 // times, ratio(floor, x) is x's time over the floor's).

@@ -1,8 +1,9 @@
 // Package gozk holds what zkrecipes measures or checks against
 // go-zookeeper/zk, the other Go client: its workloads for the lock
 // benchmarks ([Run], [RunReads]), the benchmarks themselves, and the tests
-// that run go-zookeeper/zk against zkserver. It is a module of its own so
-// that neither the library nor zkr requires go-zookeeper/zk.
+// that run go-zookeeper/zk against zkserver. The benchmarks also measure
+// Apache Curator's InterProcessMutex ([Curator]). It is a module of its own
+// so that neither the library nor zkr requires go-zookeeper/zk.
 package gozk
 
 import (

@@ -19,6 +19,9 @@ import (
 var (
 	shared    *zktest.Cluster
 	sharedErr error
+	// curatorDir holds the Curator workload's classes, built on first use
+	// (see run).
+	curatorDir string
 )
 
 func TestMain(m *testing.M) {
@@ -37,9 +40,19 @@ func TestMain(m *testing.M) {
 			cancel()
 		}
 	}
+	dir, err := os.MkdirTemp("", "gozk-curator-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	curatorDir = dir
 	code := m.Run()
+	if curator != nil {
+		curator.Close()
+	}
 	if shared != nil {
 		shared.Close()
 	}
+	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -1,7 +1,9 @@
 // Package interop builds and runs third-party ZooKeeper recipe
 // implementations — Apache Curator (Java) and kazoo (Python) — as separate
 // "contender" processes, so tests can check that recipes implemented in this
-// module interoperate with them on a real ZooKeeper server.
+// module interoperate with them on a real ZooKeeper server. It also builds
+// CuratorBench.java, the lock benchmarks' workload on Curator
+// ([BuildCuratorBench]; internal/gozk runs it).
 //
 // Both contenders (CuratorContender.java and kazoo_contender.py, embedded in
 // this package) implement the same command line:
@@ -123,6 +125,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -153,6 +156,9 @@ const Python = "/usr/bin/python3"
 
 //go:embed CuratorContender.java
 var curatorSource []byte
+
+//go:embed CuratorBench.java
+var curatorBenchSource []byte
 
 //go:embed kazoo_contender.py
 var kazooSource string
@@ -246,6 +252,26 @@ func KazooAvailable() error {
 // The returned commands are bound to their own ctx and are killed when it is
 // done. Call CuratorAvailable first for a friendlier error.
 func BuildCurator(ctx context.Context, dir string) (func(ctx context.Context, args ...string) *exec.Cmd, error) {
+	return buildJava(ctx, dir, "CuratorContender", curatorSource,
+		"-Xmx128m",
+		"-XX:+UseSerialGC",
+		"-XX:TieredStopAtLevel=1", // faster start-up for short runs
+	)
+}
+
+// BuildCuratorBench is BuildCurator for CuratorBench.java, the lock
+// benchmarks' workload on Curator's InterProcessMutex (its usage is at
+// the top of that file). Its JVM runs with the JIT compiler's defaults, as
+// a service's would, and a heap of at most 256 MiB.
+func BuildCuratorBench(ctx context.Context, dir string) (func(ctx context.Context, args ...string) *exec.Cmd, error) {
+	return buildJava(ctx, dir, "CuratorBench", curatorBenchSource, "-Xmx256m")
+}
+
+// buildJava writes the source of the class main into dir, compiles it
+// there with Curator's classpath and returns a function that builds a
+// command running it, in a JVM started with flags, on the arguments
+// given.
+func buildJava(ctx context.Context, dir, main string, source []byte, flags ...string) (func(ctx context.Context, args ...string) *exec.Cmd, error) {
 	javac, err := exec.LookPath("javac")
 	if err != nil {
 		return nil, fmt.Errorf("interop: %w (%s)", err, curatorInstallHint)
@@ -258,28 +284,25 @@ func BuildCurator(ctx context.Context, dir string) (func(ctx context.Context, ar
 	if err != nil {
 		return nil, fmt.Errorf("interop: %w", err)
 	}
-	src := filepath.Join(dir, "CuratorContender.java")
-	if err := os.WriteFile(src, curatorSource, 0o644); err != nil {
+	src := filepath.Join(dir, main+".java")
+	if err := os.WriteFile(src, source, 0o644); err != nil {
 		return nil, fmt.Errorf("interop: %w", err)
 	}
 	cp := curatorClasspath()
 	out, err := exec.CommandContext(ctx, javac, "-encoding", "UTF-8", "-nowarn",
 		"-cp", cp, "-d", dir, src).CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("interop: javac CuratorContender.java: %v: %s", err, strings.TrimSpace(string(out)))
+		return nil, fmt.Errorf("interop: javac %s.java: %v: %s", main, err, strings.TrimSpace(string(out)))
 	}
 	runCP := dir + string(os.PathListSeparator) + cp
 	return func(ctx context.Context, args ...string) *exec.Cmd {
-		argv := append([]string{
-			"-Xmx128m",
-			"-XX:+UseSerialGC",
-			"-XX:-UsePerfData",        // no /tmp/hsperfdata file: its warnings would land on stdout
-			"-XX:TieredStopAtLevel=1", // faster start-up for short runs
+		argv := append(slices.Clip(flags),
+			"-XX:-UsePerfData", // no /tmp/hsperfdata file: its warnings would land on stdout
 			"-Dzookeeper.sasl.client=false",
 			"-cp", runCP,
-			"CuratorContender",
-		}, args...)
-		cmd := exec.CommandContext(ctx, java, argv...)
+			main,
+		)
+		cmd := exec.CommandContext(ctx, java, append(argv, args...)...)
 		cmd.WaitDelay = 5 * time.Second
 		return cmd
 	}, nil
