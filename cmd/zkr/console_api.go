@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -389,10 +388,6 @@ func (c *console) liveSessions(ctx context.Context) (map[int64]bool, error) {
 	return live, err
 }
 
-// seqName matches a sequential node's name: the ten digits ZooKeeper
-// appends. It only chooses which nodes to ask Inspect about.
-var seqName = regexp.MustCompile(`(\d{10}|-\d{9})$`)
-
 // maxLines is the most lines the recipes view inspects at once.
 const maxLines = 200
 
@@ -432,7 +427,7 @@ func (c *console) recipes(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		if in == nil && slices.ContainsFunc(kids, seqName.MatchString) {
+		if in == nil && slices.ContainsFunc(kids, sequential) {
 			v, err := zkrecipes.Inspect(r.Context(), s, p)
 			if err != nil {
 				return fmt.Errorf("inspecting %s: %w", p, err)
@@ -447,7 +442,7 @@ func (c *console) recipes(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, k := range kids {
 			// Contenders' and a recipe's own nodes are not recipes.
-			if seqName.MatchString(k) || in != nil && recipeParts(in.Recipe, k) {
+			if sequential(k) || in != nil && recipeParts(in.Recipe, k) {
 				continue
 			}
 			if err := walk(joinPath(p, k)); err != nil {

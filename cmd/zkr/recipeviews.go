@@ -104,6 +104,13 @@ func seqNumber(name string) (int64, bool) {
 	return 0, false
 }
 
+// sequential reports whether name is a sequential node's: whether it ends
+// in a sequence number (see seqNumber).
+func sequential(name string) bool {
+	_, ok := seqNumber(name)
+	return ok
+}
+
 // The layouts' fixed names.
 const (
 	semLeases    = "leases"  // a semaphore's lease nodes' parent
@@ -147,8 +154,7 @@ func recognise(ctx context.Context, r treeReader, path string, kids []string, no
 	members := slices.DeleteFunc(slices.Clone(kids), func(k string) bool { _, ok := nodes[k]; return !ok || k == barrierReady })
 	slices.Sort(members)
 	if len(members) == 0 || slices.ContainsFunc(members, func(k string) bool {
-		_, seq := seqNumber(k)
-		return nodes[k].st.EphemeralOwner == 0 || seq
+		return nodes[k].st.EphemeralOwner == 0 || sequential(k)
 	}) {
 		return nil, nil
 	}
