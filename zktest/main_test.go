@@ -112,12 +112,12 @@ type rawSession struct {
 // rawConnect opens a session (id 0 for a new one) on a fresh connection.
 func rawConnect(t *testing.T, addr string, id int64, passwd []byte) *rawSession {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	conn, err := net.DialTimeout("tcp", addr, Bound(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	conn.SetDeadline(time.Now().Add(Bound(10 * time.Second)))
 	s, err := handshake(conn, id, passwd, 30000)
 	if err != nil {
 		t.Fatal(err)

@@ -19,13 +19,13 @@ import (
 // test ends.
 func tlsConnect(t *testing.T, addr string, cfg *tls.Config) (*tls.Conn, session, error) {
 	t.Helper()
-	d := &net.Dialer{Timeout: 5 * time.Second}
+	d := &net.Dialer{Timeout: Bound(5 * time.Second)}
 	conn, err := tls.DialWithDialer(d, "tcp", addr, cfg)
 	if err != nil {
 		return nil, session{}, fmt.Errorf("TLS handshake: %w", err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	conn.SetDeadline(time.Now().Add(Bound(10 * time.Second)))
 	s, err := handshake(conn, 0, nil, 30000)
 	if err != nil {
 		return conn, s, fmt.Errorf("ZooKeeper handshake: %w", err)
@@ -145,12 +145,12 @@ func TestTLSStandalone(t *testing.T) {
 	refused(t, addr, trustsNothing, "not trusting the CA")
 
 	// A plain ZooKeeper handshake on the secure port fails...
-	plain, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	plain, err := net.DialTimeout("tcp", addr, Bound(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	plain.SetDeadline(time.Now().Add(10 * time.Second))
+	plain.SetDeadline(time.Now().Add(Bound(10 * time.Second)))
 	if s, err := handshake(plain, 0, nil, 30000); err == nil {
 		t.Fatalf("plain handshake on the secure port got session %x", s.id)
 	} else {
