@@ -11,7 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-// TestCuratorRun: the Curator workload of BenchmarkHandoffCurator runs its
+// TestCuratorRun: the Curator workload of BenchmarkCurator runs its
 // loop on real ZooKeeper, twice on one JVM, leaves no contender behind, and
 // refuses the chain.
 func TestCuratorRun(t *testing.T) {
