@@ -45,15 +45,8 @@ func TestEnsembleFailover(t *testing.T) {
 	defer pw.Remove(ctx)
 
 	leader := func() int {
-		for i := range 3 {
-			if !cluster.Running(i) {
-				continue
-			}
-			if m, err := cluster.Mode(ctx, i); err == nil && m == "leader" {
-				return i
-			}
-		}
-		return -1
+		i, _ := cluster.Leader(ctx)
+		return i
 	}
 	killed := map[int]bool{}
 	for round, pick := range []string{"connected", "leader"} {

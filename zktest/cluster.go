@@ -476,6 +476,28 @@ func (c *Cluster) Mode(ctx context.Context, i int) (string, error) {
 	return c.member(i).mode(ctx)
 }
 
+// Leader returns the index of the member that reports itself the leader
+// (see Mode), asking each running member in turn. It returns an error when
+// none does: a standalone or embedded server, an election under way,
+// members that do not answer. Wrap it in Eventually to wait for an
+// election.
+func (c *Cluster) Leader(ctx context.Context) (int, error) {
+	var errs []error
+	for i := range c.Addrs() {
+		if !c.Running(i) {
+			continue
+		}
+		mode, err := c.Mode(ctx, i)
+		if err == nil && mode == "leader" {
+			return i, nil
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("member %d: %w", i, err))
+		}
+	}
+	return -1, fmt.Errorf("zktest: no member is the leader: %w", errors.Join(errs...))
+}
+
 // Close kills every member, waits for the processes to exit and removes
 // the temporary directories. It leaves no goroutine behind, may be called
 // more than once, and returns the same result each time.

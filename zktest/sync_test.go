@@ -25,14 +25,9 @@ func TestLeaderKilledWithFollowerBehind(t *testing.T) {
 		t.Run(fmt.Sprintf("round=%d", round), func(t *testing.T) {
 			c := StartT(t, Options{Servers: 3})
 			ctx := testContext(t)
-			leader := -1
-			for i := range 3 {
-				if mode, err := c.Mode(ctx, i); err == nil && mode == "leader" {
-					leader = i
-				}
-			}
-			if leader < 0 {
-				t.Fatal("no leader")
+			leader, err := c.Leader(ctx)
+			if err != nil {
+				t.Fatal(err)
 			}
 			behind, ahead := (leader+1)%3, (leader+2)%3
 			conn := connectZK(t, c.Addr(ahead))

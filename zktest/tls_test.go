@@ -197,14 +197,9 @@ func TestTLSEnsemble(t *testing.T) {
 	// Kill the leader: a quorum is left, and the two others elect a
 	// leader, closing connections until they have.
 	ctx := testContext(t)
-	leader := -1
-	for i := range 3 {
-		if mode, err := c.Mode(ctx, i); err == nil && mode == "leader" {
-			leader = i
-		}
-	}
-	if leader < 0 {
-		t.Fatal("no leader")
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := c.Kill(leader); err != nil {
 		t.Fatal(err)

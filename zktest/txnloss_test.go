@@ -122,13 +122,11 @@ func TestTxnLoss(t *testing.T) {
 
 	leader := func() int {
 		for ctx.Err() == nil {
-			for m := range 3 {
-				mctx, mcancel := context.WithTimeout(ctx, 2*time.Second)
-				mode, err := c.Mode(mctx, m)
-				mcancel()
-				if err == nil && mode == "leader" {
-					return m
-				}
+			mctx, mcancel := context.WithTimeout(ctx, 6*time.Second)
+			m, err := c.Leader(mctx)
+			mcancel()
+			if err == nil {
+				return m
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
