@@ -55,6 +55,7 @@ func NewCurator(ctx context.Context, dir string) (*Curator, error) {
 	}
 	stdout, err := c.cmd.StdoutPipe()
 	if err != nil {
+		c.stdin.Close()
 		return nil, err
 	}
 	if err := c.cmd.Start(); err != nil {
