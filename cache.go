@@ -58,6 +58,7 @@ type cacheConfig struct {
 	single     bool
 	noEvents   bool
 	beforeRead func(path string) // tests: runs before the cache sends a read of path
+	beforeList func(path string) // tests: runs between a pass's getData of path and its listing
 }
 
 // WithSingleNode makes a Cache keep the node at its path only, not the
@@ -86,8 +87,9 @@ func WithoutEvents() CacheOption { return func(c *cacheConfig) { c.noEvents = tr
 //     nodes, each with its data, Czxid, Mzxid and Version.
 //   - The stream is the copy. The events, applied in order to an empty
 //     tree, give exactly what Get and Children answer at that point: first
-//     one CacheCreated per node of the initial tree (parents first), then
-//     CacheInitialized, then every change. A change and its event are made
+//     one CacheCreated per node of the initial tree (parents first; a node
+//     gone or changed while the load read the tree is reported as the load
+//     ended), then CacheInitialized, then every change. A change and its event are made
 //     under one lock, so a Get never shows a state whose event is not yet
 //     queued.
 //   - Per node, versions only move forward and are real. Every Created,
@@ -154,8 +156,14 @@ type Cache struct {
 	nodes map[string]*cachedNode
 	err   error
 	done  chan struct{}
+	// loading is true during the initial load, whose events are not
+	// queued: a node read and then found gone (or changed) within the load
+	// would otherwise be reported deleted (or changed) before
+	// CacheInitialized. emitInitialized queues the copy as loaded.
+	loading bool
 
 	before    func(string) // tests: see cacheConfig.beforeRead
+	beforeLs  func(string) // tests: see cacheConfig.beforeList
 	resync    bool         // the loop's: the tree must be read again
 	passes    atomic.Int64 // reads of the whole tree done (the initial load included)
 	deferred  atomic.Int64 // node reads left for the node's coming event
@@ -186,14 +194,16 @@ func NewCache(ctx context.Context, s *Session, path string, opts ...CacheOption)
 		o(&cfg)
 	}
 	c := &Cache{
-		s:       s,
-		cl:      s.c,
-		root:    path,
-		single:  cfg.single,
-		before:  cfg.beforeRead,
-		nodes:   make(map[string]*cachedNode),
-		done:    make(chan struct{}),
-		stopped: make(chan struct{}),
+		s:        s,
+		cl:       s.c,
+		root:     path,
+		single:   cfg.single,
+		before:   cfg.beforeRead,
+		beforeLs: cfg.beforeList,
+		nodes:    make(map[string]*cachedNode),
+		loading:  true,
+		done:     make(chan struct{}),
+		stopped:  make(chan struct{}),
 	}
 	if !cfg.noEvents {
 		c.events = stream.New[CacheEvent]()
@@ -481,6 +491,9 @@ func (c *Cache) sync(ctx context.Context) error {
 			c.s.stats.reads.Add(1)
 			v.get = c.cl.GetAsync(v.path)
 			if !c.single {
+				if c.beforeLs != nil {
+					c.beforeLs(v.path)
+				}
 				c.s.stats.listings.Add(1)
 				v.list = c.cl.ChildrenAsync(v.path)
 			}
@@ -741,14 +754,35 @@ func (c *Cache) removeLocked(path string) {
 }
 
 func (c *Cache) emitLocked(ev CacheEvent) {
-	if c.events != nil {
+	if c.events != nil && !c.loading {
 		c.events.Push(ev)
 	}
 }
 
+// emitInitialized ends the initial load: it queues one CacheCreated per
+// node of the copy, parents first (by depth, then by path), then
+// CacheInitialized.
 func (c *Cache) emitInitialized() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.loading = false
+	if c.events == nil {
+		return
+	}
+	paths := make([]string, 0, len(c.nodes))
+	for p := range c.nodes {
+		paths = append(paths, p)
+	}
+	slices.SortFunc(paths, func(a, b string) int {
+		if d := pathDepth(a) - pathDepth(b); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	for _, p := range paths {
+		n := c.nodes[p]
+		c.emitLocked(CacheEvent{Type: CacheCreated, Path: p, Data: n.data, Stat: n.stat})
+	}
 	c.emitLocked(CacheEvent{Type: CacheInitialized, Path: c.root})
 }
 

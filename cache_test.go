@@ -871,6 +871,42 @@ func TestCacheLoadRace(t *testing.T) {
 	}
 }
 
+// TestCacheLoadNodeGoneBetweenReads deletes a node after the initial load
+// sent the read of its data and before it lists its children, through the
+// Cache's own session, so that the server applies the delete between the
+// two reads: the data read finds the node, the listing does not. The load
+// must report the tree as it ended, creations only: the node neither
+// created nor deleted before CacheInitialized. (The fault suite's seed 7
+// caught a Cache reporting such a node deleted before CacheInitialized,
+// 2026-12-03.)
+func TestCacheLoadNodeGoneBetweenReads(t *testing.T) {
+	e := newEnv(t)
+	root := e.path + "/tree"
+	e.mkdirs(root)
+	e.create(root+"/a", "a1")
+	e.create(root+"/a/x", "x1")
+	s := e.session()
+	ctx := ctxTimeout(t, 30*time.Second)
+	var deleted atomic.Bool
+	c := newCache(t, s, root, zkrecipes.WithBeforeList(func(path string) {
+		if path == root+"/a/x" && deleted.CompareAndSwap(false, true) {
+			if err := s.Delete(ctx, path, -1); err != nil {
+				t.Errorf("delete %s: %v", path, err)
+			}
+		}
+	}))
+	if !deleted.Load() {
+		t.Fatal("the load never listed a/x")
+	}
+	m := initialEvents(t, c)
+	if d := sameTree(m.nodes, e.waitCopy(c)); d != "" {
+		t.Fatalf("the initial events do not give the server's tree: %s", d)
+	}
+	if evs := drainEvents(t, c); len(evs) != 0 {
+		t.Fatalf("events after the load: %v", evs)
+	}
+}
+
 var cacheMeasure = flag.Bool("cache-measure", false, "run TestCacheLoadMeasure: time and memory to load a 10,000-node subtree, beside kazoo's TreeCache")
 
 // TestCacheLoadMeasure measures, once, the time and the memory a Cache takes

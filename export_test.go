@@ -55,6 +55,13 @@ func WithBeforeRead(f func(path string)) CacheOption {
 	return func(c *cacheConfig) { c.beforeRead = f }
 }
 
+// WithBeforeList makes a Cache call f between sending the getData of a
+// node and the listing of its children in a pass over the whole tree, on
+// the cache's goroutine.
+func WithBeforeList(f func(path string)) CacheOption {
+	return func(c *cacheConfig) { c.beforeList = f }
+}
+
 // RemoveOwnLater deletes p in the background if it is s's ephemeral node,
 // as a recipe does after a create whose answer was lost.
 func RemoveOwnLater(s *Session, p string) { s.removeOwnLater(p) }
