@@ -582,12 +582,7 @@ func (c *Cache) probe(ctx context.Context, named map[string]bool) error {
 	for p := range all {
 		order = append(order, p)
 	}
-	slices.SortFunc(order, func(a, b string) int {
-		if d := pathDepth(a) - pathDepth(b); d != 0 {
-			return d
-		}
-		return strings.Compare(a, b)
-	})
+	slices.SortFunc(order, parentsFirst)
 	type read struct {
 		get  *zkclient.Call[zkclient.Node]
 		stat *zkclient.Call[zkclient.Stat]
@@ -642,6 +637,15 @@ func (c *Cache) probe(ctx context.Context, named map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// parentsFirst orders paths by depth, then by name: every node after its
+// parent.
+func parentsFirst(a, b string) int {
+	if d := pathDepth(a) - pathDepth(b); d != 0 {
+		return d
+	}
+	return strings.Compare(a, b)
 }
 
 // pathDepth returns the number of segments of p.
@@ -760,8 +764,7 @@ func (c *Cache) emitLocked(ev CacheEvent) {
 }
 
 // emitInitialized ends the initial load: it queues one CacheCreated per
-// node of the copy, parents first (by depth, then by path), then
-// CacheInitialized.
+// node of the copy (see parentsFirst), then CacheInitialized.
 func (c *Cache) emitInitialized() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -773,12 +776,7 @@ func (c *Cache) emitInitialized() {
 	for p := range c.nodes {
 		paths = append(paths, p)
 	}
-	slices.SortFunc(paths, func(a, b string) int {
-		if d := pathDepth(a) - pathDepth(b); d != 0 {
-			return d
-		}
-		return strings.Compare(a, b)
-	})
+	slices.SortFunc(paths, parentsFirst)
 	for _, p := range paths {
 		n := c.nodes[p]
 		c.emitLocked(CacheEvent{Type: CacheCreated, Path: p, Data: n.data, Stat: n.stat})
