@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
@@ -37,13 +38,24 @@ type Election struct {
 
 // NewElection returns the participant id in the election on path for the
 // session s. Participants' ids need not be unique, but an empty id is
-// refused (Leader and Observe use "" for "no leader"). A bad path or id is
-// reported, without any network call, by the first call.
-func NewElection(s *Session, path, id string) *Election {
+// refused (Leader and Observe use "" for "no leader"). The one option
+// that applies is WithGrants: a leader that resigns hands the leadership
+// to the next candidate, which then leads without reading the line. A bad
+// path, id or option is reported, without any network call, by the first
+// call.
+func NewElection(s *Session, path, id string, opts ...LockOption) *Election {
 	e := &Election{id: id}
-	e.st.init(s, path, latchKinds, []LockOption{WithNodeData([]byte(id))})
-	if e.st.err == nil && id == "" {
+	var cfg lockConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e.st.init(s, path, latchKinds, append(slices.Clip(opts), WithNodeData([]byte(id))))
+	switch {
+	case e.st.err != nil:
+	case id == "":
 		e.st.err = fmt.Errorf("%w: election %s: empty participant id", ErrInvalidArgument, path)
+	case cfg.data != nil:
+		e.st.err = fmt.Errorf("%w: election %s: WithNodeData is not for an Election (its node holds the value it advertises: see CampaignValue)", ErrInvalidArgument, path)
 	}
 	return e
 }

@@ -119,7 +119,11 @@ func TestElectionChurn(t *testing.T) {
 				tr.mu.Lock()
 				tr.sessions[i] = s
 				tr.mu.Unlock()
-				el := zkrecipes.NewElection(s, path, id)
+				var opts []zkrecipes.LockOption
+				if i%2 == 0 {
+					opts = append(opts, zkrecipes.WithGrants()) // half hand over by grant
+				}
+				el := zkrecipes.NewElection(s, path, id, opts...)
 				for s.Err() == nil {
 					if err := el.Campaign(pctx); err != nil {
 						if pctx.Err() != nil {
@@ -417,7 +421,7 @@ func TestElectionConnectionCutDuringCreate(t *testing.T) {
 	s := e.sessionOn([]string{p.Addr()})
 	e.mkdirs(path)
 	el := zkrecipes.NewElection(s, path, "cut")
-	p.CutOnRequest(1, true)
+	p.CutOnRequest(15, true) // create2
 	must(t, el.Campaign(ctx), "Campaign through a cut connection")
 	select {
 	case <-p.Tripped():
@@ -461,8 +465,14 @@ func TestElectionInterop(t *testing.T) {
 		)
 		must(t, os.WriteFile(start, nil, 0o644), "start barrier")
 		var wg sync.WaitGroup
-		for i := range 2 {
-			el := zkrecipes.NewElection(e.session(), path, fmt.Sprintf("zkrecipes-%d", i))
+		for i := range 3 {
+			// All but the first hand the leadership over by grant,
+			// among participants that are never granted.
+			var opts []zkrecipes.LockOption
+			if i > 0 {
+				opts = append(opts, zkrecipes.WithGrants())
+			}
+			el := zkrecipes.NewElection(e.session(), path, fmt.Sprintf("zkrecipes-%d", i), opts...)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -47,6 +47,10 @@ type line struct {
 	dir   string
 	kinds []kind
 
+	// grants: the line's contenders take grants and grant (a Mutex's or
+	// an Election's: see WithGrants and grant.go).
+	grants bool
+
 	beforeWatch func(pred string) // test hook: runs between listing and watching
 }
 
@@ -81,17 +85,34 @@ type ticket struct {
 	kind  kind
 	token int64 // fencing token, set when it holds (see wait)
 	ahead int   // contenders ahead of it at its first listing (see wait)
+	grantable
 }
 
 // enter creates a node of kind k with data in the line. On error nothing of
 // it is left behind.
 func (q *line) enter(ctx context.Context, k kind, data []byte) (*ticket, error) {
-	t := &ticket{protectedNode: newProtectedNode(q.s, q.dir), q: q, kind: k}
+	t := q.ticket(ctx, k)
 	if err := t.create(ctx, k.marker, data); err != nil {
+		t.unregister()
 		t.leave(ctx)
 		return nil, err
 	}
 	return t, nil
+}
+
+// ticket returns a new ticket of kind k, not yet made: one that takes
+// grants, enrolled with its session's grant route, where the line's
+// contenders do. Without a route (it could not be set up: ctx ended, say)
+// the ticket takes no grants, and its name says so.
+func (q *line) ticket(ctx context.Context, k kind) *ticket {
+	if q.grants {
+		if r, err := q.s.route(ctx, q.dir); err == nil {
+			t := &ticket{protectedNode: newProtectedNode(q.s, q.dir, q.s.grantingUUID()), q: q, kind: k}
+			t.register(r)
+			return t
+		}
+	}
+	return &ticket{protectedNode: newProtectedNode(q.s, q.dir, ""), q: q, kind: k}
 }
 
 // wait blocks until the ticket holds. With try, it returns ErrLocked instead
@@ -109,14 +130,18 @@ func (q *line) enter(ctx context.Context, k kind, data []byte) (*ticket, error) 
 // (the server answered on our session), or, after a connection loss, find
 // checked its ephemeralOwner.
 //
-// The fencing token is the pzxid of the listing that shows no blocker: the
-// zxid of the last change to the line's children when the ticket was found
-// holding. Each holder's listing came after the deletion of every node that
-// blocked it, and a deletion is such a change, so a holder's token is above
-// the zxid at which each earlier holder it waited for let go, and so above
-// that holder's token (taken while it still held). Tokens therefore
-// strictly increase from one holder to the next, even when the path is
-// deleted and made again (zxids never repeat), without a read of their own.
+// A ticket that takes grants (see WithGrants) also holds when a grant
+// comes while it waits; then it reads no listing.
+//
+// The fencing token is the zxid that created the ticket's node (its
+// czxid), whether the ticket held on a listing or on a grant: one rule for
+// every holder of the path. A holder's node sorts after the node of every
+// holder before it (each of them was ahead of it in the line, or gone
+// before the line was made again), so it was created later, and its czxid
+// is higher: tokens strictly increase from one holder to the next, even
+// when the path is deleted and made again (zxids never repeat). The create
+// answers with the node's Stat (create2), so the token costs no request
+// of its own, except after a create whose answer was lost (one read).
 func (t *ticket) wait(ctx context.Context, try bool) error {
 	s, q := t.q.s, t.q
 	lost := func() error {
@@ -126,7 +151,11 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 		return fmt.Errorf("%w: %s", ErrNodeLost, t.path())
 	}
 	for first := true; ; first = false {
-		kids, parent, err := t.list(ctx)
+		if t.granted() {
+			s.stats.granted.Add(1)
+			return t.holds(ctx)
+		}
+		kids, _, err := t.list(ctx)
 		if err != nil {
 			return err
 		}
@@ -141,8 +170,10 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 			t.ahead = p.ahead
 		}
 		if p.blocker == "" {
-			t.token = parent.Pzxid
-			return nil
+			if t.route != nil && !t.granted() {
+				t.run = t.successors(kids)
+			}
+			return t.holds(ctx)
 		}
 		if try {
 			return ErrLocked
@@ -151,6 +182,20 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 			return err
 		}
 	}
+}
+
+// holds sets the token of a ticket found holding: its node's czxid, read
+// if the create's answer was lost.
+func (t *ticket) holds(ctx context.Context) error {
+	if t.czxid == 0 {
+		r, err := t.q.s.read(ctx, t.path(), reading{op: readStat})
+		if err != nil {
+			return err
+		}
+		t.czxid = r.st.Czxid
+	}
+	t.token = t.czxid
+	return nil
 }
 
 // place is where a ticket stands in one listing of its line.
@@ -192,13 +237,21 @@ func (t *ticket) locate(kids []string) (place, error) {
 }
 
 // await watches pred until it is deleted, or returns at once if it is
-// already gone. It watches with getData, as Curator does: the read fails,
-// setting no watch, if pred is gone.
+// already gone; a ticket that takes grants returns also when a grant comes
+// (then wait holds on it). It watches with getData, as Curator does: the
+// read fails, setting no watch, if pred is gone.
 func (t *ticket) await(ctx context.Context, pred string) error {
 	if t.q.beforeWatch != nil {
 		t.q.beforeWatch(pred)
 	}
-	return t.s.awaitDeleted(ctx, pred, readData, nil)
+	if t.granted() {
+		return nil
+	}
+	g, err := t.s.awaitDeletedOr(ctx, pred, readData, nil, t.gch)
+	if g != "" {
+		t.took(g)
+	}
+	return err
 }
 
 // requeue deletes the ticket's node and queues a new node of the same kind
@@ -208,39 +261,49 @@ func (t *ticket) await(ctx context.Context, pred string) error {
 // ticket still holds and requeue returns an error wrapping ErrConnectionLoss.
 func (t *ticket) requeue(ctx context.Context, data []byte) (*ticket, error) {
 	s := t.q.s
-	n := &ticket{protectedNode: newProtectedNode(s, t.q.dir), q: t.q, kind: t.kind}
+	n := t.q.ticket(ctx, t.kind)
 	base := t.q.dir + "/" + n.prefix + t.kind.marker
 	s.stats.deletes.Add(1)
 	s.stats.creates.Add(1)
-	call := s.c.MultiAsync(s.c.DeleteOp(t.path(), -1),
-		s.c.CreateOp(base, data, zkclient.EphemeralSequential, s.acl))
-	s.stats.listings.Add(1)
-	n.first = s.c.ChildrenAsync(t.q.dir)
-	res, err := call.Wait(ctx)
+	// The multi's answer is awaited even once ctx ends (for up to the
+	// session timeout), so that whether it was applied is known: which
+	// node, the old or the new, the seat must leave.
+	cctx, cancel := s.cleanupContext(ctx)
+	defer cancel()
+	res, zxid, err := t.handOff(cctx, func() {
+		s.stats.listings.Add(1)
+		n.first = s.c.ChildrenAsync(t.q.dir)
+	}, s.c.DeleteOp(t.path(), -1), s.c.CreateOp(base, data, zkclient.EphemeralSequential, s.acl))
 	switch {
 	case errors.Is(err, ErrConnectionLoss):
 		n.first = nil
 		if err := s.awaitUp(ctx); err != nil {
+			n.unregister()
 			return nil, err
 		}
 		found, ferr := n.find(ctx)
 		if ferr != nil {
+			n.unregister()
 			return nil, ferr
 		}
 		if found == "" {
+			n.unregister()
 			return nil, err
 		}
 		n.name = found
 		return n, nil
 	case err != nil:
+		n.unregister()
 		return nil, err
 	}
 	for _, r := range res {
 		if r.Err != nil {
+			n.unregister()
 			return nil, errorf("requeue in %s: %w", t.q.dir, r.Err)
 		}
 	}
 	n.name = res[1].Path[len(t.q.dir)+1:]
+	n.czxid = zxid
 	return n, nil
 }
 

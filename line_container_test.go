@@ -28,7 +28,7 @@ func TestMutexParentContainerRemoved(t *testing.T) {
 		if _, ok, _ := e.admin.Exists(lock); ok {
 			t.Fatalf("the empty container %s was not removed", lock)
 		}
-		p.CutOnRequest(1, forward)
+		p.CutOnRequest(15, forward) // create2
 		must(t, m.Lock(ctx), "Lock after the parent was removed, create cut (reached server: %v)", forward)
 		if kids := e.children(lock); len(kids) != 1 {
 			t.Errorf("nodes %v, want exactly ours", kids)

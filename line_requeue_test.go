@@ -1,6 +1,7 @@
 package zkrecipes_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -110,4 +111,38 @@ func TestMutexRequeueIsOneWrite(t *testing.T) {
 	}
 	must(t, m.Unlock(ctx), "Unlock")
 	e.empty(lock)
+}
+
+// TestMutexRequeueCancelled: a Requeue whose context has ended leaves the
+// line (its error says why), whether or not its multi was applied, and
+// the lock passes on: neither its old node nor its new one is left
+// holding. Both with and without grants.
+func TestMutexRequeueCancelled(t *testing.T) {
+	for _, grants := range []bool{false, true} {
+		t.Run(fmt.Sprintf("grants=%v", grants), func(t *testing.T) {
+			e := newEnv(t)
+			ctx := ctxTimeout(t, time.Minute)
+			lock := e.path + "/lock"
+			var opts []zkrecipes.LockOption
+			if grants {
+				opts = append(opts, zkrecipes.WithGrants())
+			}
+			a := zkrecipes.NewMutex(e.session(), lock, opts...)
+			b := zkrecipes.NewMutex(e.session(), lock, opts...)
+			must(t, a.Lock(ctx), "a: Lock")
+			got := async(func() error { return b.Lock(ctx) })
+			e.waitFor("b to queue", func() bool { return len(e.children(lock)) == 2 })
+			done, cancel := context.WithCancel(ctx)
+			cancel()
+			if err := a.Requeue(done); !errors.Is(err, context.Canceled) {
+				t.Errorf("Requeue with an ended context = %v, want context.Canceled", err)
+			}
+			must(t, result(t, got, "b: Lock"), "b: Lock after a's cancelled Requeue")
+			must(t, b.Unlock(ctx), "b: Unlock")
+			e.empty(lock)
+			if err := a.Unlock(ctx); !errors.Is(err, zkrecipes.ErrNotHeld) {
+				t.Errorf("a: Unlock after a failed Requeue = %v, want ErrNotHeld", err)
+			}
+		})
+	}
 }

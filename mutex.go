@@ -14,7 +14,9 @@ import (
 //
 // Each Lock queues an ephemeral sequential node under the path; the lowest
 // holds the lock, and every waiter watches only the node just before its own,
-// so one release wakes exactly one waiter however long the queue.
+// so one release wakes exactly one waiter however long the queue. With
+// WithGrants, a release also hands the lock to the next waiter, which then
+// holds without reading the queue.
 //
 // A Mutex value is one contender: it holds the lock at most once at a time
 // and is not reentrant. Use one Mutex per goroutine that competes. Its
@@ -71,9 +73,8 @@ func (m *Mutex) Requeue(ctx context.Context) error {
 // Token returns the fencing token of the current holding, or 0 when the lock
 // is not held. Tokens strictly increase from one holder of the path to the
 // next, also across a deletion and re-creation of the path: a token is the
-// zxid of the last change to the path's children when the holder found it
-// held, which comes after the release (or expiry) of every holder before it.
-// So a resource guarded by the lock can refuse any request carrying a token
+// zxid that created the holder's node, and the node of every holder before
+// it was ahead of it in the line, so created earlier. A resource guarded by the lock can refuse any request carrying a token
 // lower than the highest it has seen: a holder that lost the lock without
 // knowing it cannot then overwrite its successor's work. Reading the token
 // costs no request.

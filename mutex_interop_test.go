@@ -26,7 +26,9 @@ func TestMutexInterop(t *testing.T) {
 		stockKazoo            bool
 	}{
 		// kazoo with Curator-style node names: all three see each other.
-		{name: "curator+kazoo+zkrecipes", curators: 2, kazoos: 2, gos: 2},
+		// All zkrecipes contenders but the first hand over by grant
+		// (WithGrants), among contenders that are never granted.
+		{name: "curator+kazoo+zkrecipes", curators: 2, kazoos: 2, gos: 3},
 		// kazoo's own names ("__lock__"): zkrecipes counts them as
 		// contenders (Curator does not, so it stays out of this mix).
 		{name: "stock-kazoo+zkrecipes", kazoos: 2, gos: 2, stockKazoo: true},
@@ -58,7 +60,11 @@ func TestMutexInterop(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					m := zkrecipes.NewMutex(s, lock)
+					var opts []zkrecipes.LockOption
+					if i > 0 {
+						opts = append(opts, zkrecipes.WithGrants())
+					}
+					m := zkrecipes.NewMutex(s, lock, opts...)
 					for n := range 10 {
 						must(t, m.Lock(ctx), "zkrecipes-%d: Lock", i)
 						holdExclusive(t, marker, fmt.Sprintf("zkrecipes-%d", i), n)

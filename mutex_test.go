@@ -201,7 +201,7 @@ func TestMutexConnectionCutDuringCreate(t *testing.T) {
 			m := zkrecipes.NewMutex(s, lock)
 			must(t, other.Lock(ctx), "warm up: other Lock") // the path exists, so the next create is the node's
 			must(t, other.Unlock(ctx), "warm up: other Unlock")
-			p.CutOnRequest(1, forward) // opcode 1: create
+			p.CutOnRequest(15, forward) // opcode 15: create2, which answers with the node's Stat
 			must(t, m.Lock(ctx), "Lock through a cut connection")
 			select {
 			case <-p.Tripped():

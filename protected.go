@@ -26,10 +26,16 @@ type protectedNode struct {
 	// node): the first look at dir costs no round trip of its own. nil if
 	// none.
 	first *zkclient.Call[zkclient.Listing]
+	czxid int64 // the zxid that created the node; 0 if not known
 }
 
-func newProtectedNode(s *Session, dir string) protectedNode {
-	return protectedNode{s: s, dir: dir, prefix: "_c_" + uuid.NewString() + "-"}
+// newProtectedNode returns a node to be made under dir, with the UUID u in
+// its prefix, or a new random one if u is "".
+func newProtectedNode(s *Session, dir string, u string) protectedNode {
+	if u == "" {
+		u = uuid.NewString()
+	}
+	return protectedNode{s: s, dir: dir, prefix: "_c_" + u + "-"}
 }
 
 // path returns the node's path ("" before it was created).
@@ -49,6 +55,7 @@ func (n *protectedNode) create(ctx context.Context, marker string, data []byte) 
 	s := n.s
 	made, _, err := s.create(ctx, n.dir+"/"+n.prefix+marker, data, creating{
 		mode:    zkclient.EphemeralSequential,
+		stat:    true,
 		parents: true,
 		resend:  true,
 		wait:    s.createWait,
@@ -70,6 +77,7 @@ func (n *protectedNode) create(ctx context.Context, marker string, data []byte) 
 		return errorf("create in %s: %w", n.dir, err)
 	}
 	n.name = made.Path[len(n.dir)+1:]
+	n.czxid = made.Stat.Czxid
 	return nil
 }
 

@@ -252,34 +252,44 @@ func (w watched) stop() {
 // is asked about p's Stat at each look, and true counts p as deleted
 // already (a node of that name that is not ours any more).
 func (s *Session) awaitDeleted(ctx context.Context, p string, op readOp, gone func(zkclient.Stat) bool) error {
+	_, err := s.awaitDeletedOr(ctx, p, op, gone, nil)
+	return err
+}
+
+// awaitDeletedOr is awaitDeleted that also returns, with the value, when
+// one comes on other first (a nil other never does). The watch on p is
+// then left to fire: the caller expects p's deletion to follow.
+func (s *Session) awaitDeletedOr(ctx context.Context, p string, op readOp, gone func(zkclient.Stat) bool, other <-chan string) (string, error) {
 	for {
 		r, err := s.read(ctx, p, reading{op: op, watch: true})
 		if errors.Is(err, zkclient.ErrNoNode) {
 			r.ok, err = false, nil
 		}
 		if err != nil {
-			return err
+			return "", err
 		}
 		if !r.ok || gone != nil && gone(r.st) {
 			r.w.stop()
-			return nil
+			return "", nil
 		}
 		select {
 		case ev := <-r.w.event():
 			switch ev.Type {
 			case zkclient.EventNodeDeleted:
-				return nil
+				return "", nil
 			case zkclient.EventNotWatching:
 				if err := s.Err(); err != nil {
-					return err
+					return "", err
 				}
 			}
 			// Its data changed: look again.
+		case v := <-other:
+			return v, nil
 		case <-ctx.Done():
 			r.w.stop()
-			return ctx.Err()
+			return "", ctx.Err()
 		case <-s.Done():
-			return s.Err()
+			return "", s.Err()
 		}
 	}
 }

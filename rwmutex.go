@@ -42,6 +42,9 @@ type RWMutex struct {
 func NewRWMutex(s *Session, path string, opts ...LockOption) *RWMutex {
 	m := &RWMutex{}
 	m.st.init(s, path, lockKinds, opts)
+	if m.st.err == nil && m.st.q.grants {
+		m.st.err = errorf("rwmutex %s: %w: WithGrants is for a Mutex or an Election", path, ErrInvalidArgument)
+	}
 	return m
 }
 

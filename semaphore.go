@@ -61,6 +61,9 @@ func NewSemaphore(s *Session, path string, n int, opts ...LockOption) *Semaphore
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if err == nil && cfg.grants {
+		err = errorf("semaphore %s: %w: WithGrants is for a Mutex or an Election", path, ErrInvalidArgument)
+	}
 	return &Semaphore{
 		s: s, path: path, n: n, err: err, data: cfg.data,
 		locks:  line{s: s, dir: path + "/locks", kinds: lockKinds},
@@ -172,7 +175,7 @@ func (m *Semaphore) underLock(ctx context.Context, try bool) (*protectedNode, er
 	if err := m.checkPermits(ctx); err != nil {
 		return nil, err
 	}
-	n := newProtectedNode(m.s, m.leases)
+	n := newProtectedNode(m.s, m.leases, "")
 	t := &n
 	if err := t.create(ctx, leaseKind.marker, m.data); err != nil {
 		t.leave(ctx)

@@ -43,6 +43,11 @@ type Session struct {
 	rearm      chan struct{}  // strict mode: the timeout may have changed (a reconnection)
 	background sync.WaitGroup // deletes that outlived their caller (see removeLater)
 
+	grMu     sync.Mutex             // guards the grant routes (grant.go)
+	grKey    string                 // the session key in its granting contenders' UUIDs
+	routes   map[string]*grantRoute // by lock path
+	grClosed bool                   // Close has begun: no route starts
+
 	svcMu    sync.Mutex                // guards services
 	services map[string]*sharedService // the service caches, by service path (see Discovery.ServiceCache)
 }
@@ -235,6 +240,7 @@ func (s *Session) Close() error {
 	if s.strictDone != nil {
 		<-s.strictDone
 	}
+	s.closeRoutes()
 	s.background.Wait()
 	if err != nil {
 		return errorf("close session: %w", err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zkrecipes/zkrecipes/internal/jute"
 	"github.com/zkrecipes/zkrecipes/internal/stream"
@@ -104,8 +105,15 @@ type PersistentWatch struct {
 	c         *Client
 	key       watchKey
 	s         *stream.Queue[Event]
-	abandoned bool // under the table's lock
+	abandoned bool         // under the table's lock
+	queued    atomic.Int64 // change events queued (see Queued)
 }
+
+// Queued returns how many change events the watch has queued so far, read
+// or not (its EventNotWatching aside). An event is queued before the
+// answer to any request the server sent after it, so a count taken after
+// a request's answer includes every event that change caused.
+func (w *PersistentWatch) Queued() int64 { return w.queued.Load() }
 
 // Next returns the next event, waiting while ctx allows. When the watch
 // ends (removed, or the session over) Next returns an EventNotWatching
@@ -331,6 +339,7 @@ func (t *watchTable) dispatch(c *Client, ev jute.WatcherEvent) {
 		fire(kindChild)
 	}
 	for _, w := range t.pers[watchKey{ev.Path, kindPersistent}] {
+		w.queued.Add(1)
 		w.s.Push(e)
 	}
 	if t.recursive == 0 || typ == EventNodeChildrenChanged {
@@ -338,6 +347,7 @@ func (t *watchTable) dispatch(c *Client, ev jute.WatcherEvent) {
 	}
 	for p := ev.Path; ; {
 		for _, w := range t.pers[watchKey{p, kindRecursive}] {
+			w.queued.Add(1)
 			w.s.Push(e)
 		}
 		if p == "/" {

@@ -32,6 +32,10 @@ one lock in a loop, with each recipe in --recipes:
 
   zkrecipes          zkrecipes' Mutex: Unlock, then Lock
   zkrecipes-requeue  zkrecipes' Mutex.Requeue: release and queue again in one write
+  zkrecipes-grant    zkrecipes' Mutex with WithGrants: each release hands the lock to
+                     the next session, which holds without a read
+  zkrecipes-grant-requeue
+                     the same, with Requeue
   floor              the least a handoff can cost on this server: a chain of sessions
                      queued in advance, each deleting its node when its
                      predecessor's goes (one delete and one event per handoff,
@@ -43,7 +47,7 @@ With --chain, each run is a chain on the floor's terms instead of a loop: the
 sessions queue in advance, then each releases as soon as it holds and none queues
 again, so HANDOFF is the time from one release to the next holder, comparable
 with the floor's (the loop's also pays each session's next create). A chain
-needs at least two clients; zkrecipes-requeue cannot run as one.
+needs at least two clients; the -requeue workloads cannot run as one.
 
 The table shows acquisitions per second, the time per handoff, the 50th and 99th
 percentile of the wait for the lock, and the requests and watch events per
@@ -68,7 +72,7 @@ the repository.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.clients, "clients", "1,10,100,500", "comma-separated numbers of contending sessions")
-	fl.StringVar(&f.recipes, "recipes", "zkrecipes,zkrecipes-requeue,floor", "comma-separated workloads: zkrecipes (Unlock, then Lock), zkrecipes-requeue (Mutex.Requeue), floor, floor+listing")
+	fl.StringVar(&f.recipes, "recipes", "zkrecipes,zkrecipes-requeue,floor", "comma-separated workloads: zkrecipes (Unlock, then Lock), zkrecipes-requeue (Mutex.Requeue), zkrecipes-grant, zkrecipes-grant-requeue (the same, WithGrants), floor, floor+listing")
 	fl.IntVar(&f.acquisitions, "acquisitions", 0, "acquisitions per run (0: 2 per client, at least 200)")
 	fl.BoolVar(&f.json, "json", false, "print the results as JSON instead of a table")
 	fl.IntVar(&f.rounds, "rounds", 1, "measure each run in this many slices, interleaved with the other recipes' (a server's speed drifts during a run; 4 gives fairer comparisons)")
@@ -96,12 +100,12 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 	var recipes []string
 	for r := range strings.SplitSeq(f.recipes, ",") {
 		r = strings.TrimSpace(r)
-		if !slices.Contains([]string{"zkrecipes", "zkrecipes-requeue", "floor", "floor+listing"}, r) {
-			return usagef("--recipes: unknown workload %q (want zkrecipes, zkrecipes-requeue, floor or floor+listing)", r)
+		if !slices.Contains([]string{"zkrecipes", "zkrecipes-requeue", "zkrecipes-grant", "zkrecipes-grant-requeue", "floor", "floor+listing"}, r) {
+			return usagef("--recipes: unknown workload %q (want zkrecipes, zkrecipes-requeue, zkrecipes-grant, zkrecipes-grant-requeue, floor or floor+listing)", r)
 		}
-		if f.chain && r == "zkrecipes-requeue" {
+		if f.chain && strings.HasSuffix(r, "-requeue") {
 			if cmd.Flags().Changed("recipes") {
-				return usagef("--recipes: zkrecipes-requeue never releases, so it cannot run as a --chain")
+				return usagef("--recipes: %s never releases, so it cannot run as a --chain", r)
 			}
 			continue
 		}

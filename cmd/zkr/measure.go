@@ -75,6 +75,10 @@ func label(recipe string) string {
 		return "zkrecipes Mutex"
 	case "zkrecipes-requeue":
 		return "zkrecipes Mutex.Requeue"
+	case "zkrecipes-grant":
+		return "zkrecipes Mutex, WithGrants"
+	case "zkrecipes-grant-requeue":
+		return "zkrecipes Mutex.Requeue, WithGrants"
 	case "naive":
 		return "naive lock (demo only)"
 	case "floor":

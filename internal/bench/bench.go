@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,7 +59,7 @@ type Result struct {
 // ("go-zookeeper", its Lock, and "floor-go-zookeeper", the floor on it) live
 // in the module internal/gozk, which runs them through [RunContender] and
 // [RunFloor], so that neither the library nor zkr links go-zookeeper/zk.
-var Recipes = []string{"zkrecipes", "zkrecipes-requeue", "floor", "floor+listing", "naive"}
+var Recipes = []string{"zkrecipes", "zkrecipes-requeue", "zkrecipes-grant", "zkrecipes-grant-requeue", "floor", "floor+listing", "naive"}
 
 // Run runs the named workload.
 func Run(ctx context.Context, recipe string, cfg Config) (Result, error) {
@@ -72,6 +73,10 @@ func Run(ctx context.Context, recipe string, cfg Config) (Result, error) {
 		c = ours{}
 	case "zkrecipes-requeue":
 		c = ours{requeue: true}
+	case "zkrecipes-grant":
+		c = ours{grants: true}
+	case "zkrecipes-grant-requeue":
+		c = ours{grants: true, requeue: true}
 	case "naive":
 		c = naive{}
 	case "floor":
@@ -99,7 +104,7 @@ func (cfg Config) check() (Config, error) {
 // runContender runs c's loop, or its chain with cfg.Chain.
 func runContender(ctx context.Context, recipe string, c contender, cfg Config) (Result, error) {
 	if cfg.Chain {
-		if recipe == "zkrecipes-requeue" {
+		if strings.HasSuffix(recipe, "-requeue") {
 			return Result{}, fmt.Errorf("bench: %s does not release, so it cannot run as a chain", recipe)
 		}
 		return runChain(ctx, recipe, c, cfg)

@@ -13,8 +13,9 @@ import (
 
 // ours is zkrecipes' Mutex, one Session per contender. With requeue, a
 // contender that goes round again releases and queues in one write
-// (Mutex.Requeue) instead of Unlock then Lock.
-type ours struct{ requeue bool }
+// (Mutex.Requeue) instead of Unlock then Lock; with grants, the Mutex hands
+// the lock over by grant (zkrecipes.WithGrants).
+type ours struct{ requeue, grants bool }
 
 type oursClient struct {
 	s       *zkrecipes.Session
@@ -28,7 +29,11 @@ func (o ours) open(ctx context.Context, cfg Config) (client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &oursClient{s: s, m: zkrecipes.NewMutex(s, cfg.Path), requeue: o.requeue}, nil
+	var opts []zkrecipes.LockOption
+	if o.grants {
+		opts = append(opts, zkrecipes.WithGrants())
+	}
+	return &oursClient{s: s, m: zkrecipes.NewMutex(s, cfg.Path, opts...), requeue: o.requeue}, nil
 }
 
 func (c *oursClient) lock(ctx context.Context) error {

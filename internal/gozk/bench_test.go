@@ -74,15 +74,17 @@ func BenchmarkHandoff(b *testing.B) {
 // see gozk.Curator), with go-zookeeper/zk's Lock beside them, at 10, 100
 // and 500 sessions. vs-curator is zkrecipes' throughput over Curator's,
 // requeue-vs-curator Requeue's, vs-go-zookeeper zkrecipes' over
-// go-zookeeper/zk's. It needs Java and Curator's jars
+// go-zookeeper/zk's, grant-vs-curator the throughput of zkrecipes' Mutex
+// WithGrants over Curator's. It needs Java and Curator's jars
 // (scripts/install-deps.sh installs them). Not part of the usual run:
 // -bench Curator (a name that the usual run's -bench pattern does not match).
 func BenchmarkCurator(b *testing.B) {
 	for _, n := range []int{10, 100, 500} {
 		b.Run(fmt.Sprintf("contenders=%d", n), func(b *testing.B) {
-			total := compare(b, n, false, "zkrecipes", "zkrecipes-requeue", "go-zookeeper", "curator")
+			total := compare(b, n, false, "zkrecipes", "zkrecipes-requeue", "go-zookeeper", "curator", "zkrecipes-grant")
 			if total != nil {
 				b.ReportMetric(ratio(total, "zkrecipes", "curator"), "vs-curator")
+				b.ReportMetric(ratio(total, "zkrecipes-grant", "curator"), "grant-vs-curator")
 				b.ReportMetric(ratio(total, "zkrecipes-requeue", "curator"), "requeue-vs-curator")
 				b.ReportMetric(ratio(total, "zkrecipes", "go-zookeeper"), "vs-go-zookeeper")
 			}
@@ -107,6 +109,51 @@ func BenchmarkHandoffChain(b *testing.B) {
 				b.ReportMetric(ratio(total, "floor+listing", "zkrecipes"), "vs-floor+listing")
 			}
 		})
+	}
+}
+
+// BenchmarkGrant measures the handoff by grant (zkrecipes.WithGrants)
+// beside the Mutex without it, on loopback and through the fault proxy
+// with a delay each way (zktest.Proxy.Delay: every byte of the link late
+// by that much, as between hosts), at 10 and 100 sessions: the chain with
+// both floors, and the contended loop with go-zookeeper/zk's Lock.
+// vs-listing is the grant's throughput over the Mutex's without it;
+// vs-floor the floor's over the grant's (the chain); vs-go-zookeeper the
+// grant's over go-zookeeper/zk's (the loop). The proxy's delay line runs
+// on Go timers, so the delay it adds is somewhat more than the one set.
+// Not part of the usual run: -bench Grant.
+func BenchmarkGrant(b *testing.B) {
+	if sharedErr != nil {
+		zktest.SkipOrFail(b, sharedErr)
+	}
+	for _, delay := range []time.Duration{-1, 250 * time.Microsecond, 500 * time.Microsecond} {
+		servers, link := shared.Addrs(), "loopback"
+		if delay >= 0 {
+			p, err := zktest.NewProxy(shared.Addr(0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			p.Delay(delay)
+			servers, link = []string{p.Addr()}, fmt.Sprintf("delay=%v", delay)
+		}
+		for _, n := range []int{10, 100} {
+			b.Run(fmt.Sprintf("%s/chain/contenders=%d", link, n), func(b *testing.B) {
+				total := compareOn(b, servers, n, true, "zkrecipes-grant", "zkrecipes", "floor", "floor+listing")
+				if total != nil {
+					b.ReportMetric(ratio(total, "zkrecipes-grant", "zkrecipes"), "vs-listing")
+					b.ReportMetric(ratio(total, "floor", "zkrecipes-grant"), "vs-floor")
+				}
+			})
+			b.Run(fmt.Sprintf("%s/loop/contenders=%d", link, n), func(b *testing.B) {
+				total := compareOn(b, servers, n, false, "zkrecipes-grant", "zkrecipes", "go-zookeeper", "zkrecipes-grant-requeue")
+				if total != nil {
+					b.ReportMetric(ratio(total, "zkrecipes-grant", "zkrecipes"), "vs-listing")
+					b.ReportMetric(ratio(total, "zkrecipes-grant", "go-zookeeper"), "vs-go-zookeeper")
+					b.ReportMetric(ratio(total, "zkrecipes-grant-requeue", "go-zookeeper"), "requeue-vs-go-zookeeper")
+				}
+			})
+		}
 	}
 }
 
@@ -197,6 +244,11 @@ func compare(b *testing.B, contenders int, chain bool, recipes ...string) map[st
 	if sharedErr != nil {
 		zktest.SkipOrFail(b, sharedErr)
 	}
+	return compareOn(b, shared.Addrs(), contenders, chain, recipes...)
+}
+
+// compareOn is compare on the given servers.
+func compareOn(b *testing.B, servers []string, contenders int, chain bool, recipes ...string) map[string]bench.Result {
 	if b.N == 1 {
 		return nil // the testing package's probe run; use -benchtime Nx
 	}
@@ -206,7 +258,7 @@ func compare(b *testing.B, contenders int, chain bool, recipes ...string) map[st
 		// The warm-up (see above): a small run of each workload.
 		n := min(contenders, 10)
 		_, err := run(ctx, recipe, bench.Config{
-			Servers: shared.Addrs(), Path: fmt.Sprintf("/bench/warm-%s-%d-%d", recipe, contenders, time.Now().UnixNano()),
+			Servers: servers, Path: fmt.Sprintf("/bench/warm-%s-%d-%d", recipe, contenders, time.Now().UnixNano()),
 			Contenders: n, Acquisitions: max(200, n), Chain: chain,
 		})
 		if err != nil {
@@ -218,7 +270,7 @@ func compare(b *testing.B, contenders int, chain bool, recipes ...string) map[st
 	for _, recipe := range bench.Interleave(recipes, rounds) {
 		path := fmt.Sprintf("/bench/%s-%d-%d", recipe, contenders, time.Now().UnixNano())
 		res, err := run(ctx, recipe, bench.Config{
-			Servers: shared.Addrs(), Path: path, Contenders: contenders, Acquisitions: per, Chain: chain,
+			Servers: servers, Path: path, Contenders: contenders, Acquisitions: per, Chain: chain,
 		})
 		if err != nil {
 			b.Fatal(err)

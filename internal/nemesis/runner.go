@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
@@ -118,6 +120,8 @@ type runner struct {
 
 	adminMu sync.Mutex
 	admin   *zkclient.Client // the runner's own, straight to the members (see adminClient)
+
+	byGrant atomic.Int64 // Mutex acquisitions held on a grant (WithGrants)
 
 	mu        sync.Mutex
 	seq       int32
@@ -251,7 +255,7 @@ func run(ctx context.Context, o Options, u *userRun) (*Result, error) {
 		return res, runErr
 	}
 	res.Report = Check(res.Events, cfg)
-	res.Summary = Summary(o.Seed, len(plan), res.Wall, res.Report)
+	res.Summary = Summary(o.Seed, len(plan), res.Wall, res.Report) + fmt.Sprintf(" mutex-by-grant=%d", r.byGrant.Load())
 	return res, runErr
 }
 
@@ -843,7 +847,9 @@ func (r *runner) leftover() func(p string, st zkclient.Stat) bool {
 		return userLeftover
 	}
 	dirs := r.dirs()
-	return func(p string, _ zkclient.Stat) bool { return !dirs[p] }
+	return func(p string, _ zkclient.Stat) bool {
+		return !dirs[p] && !(strings.HasSuffix(path.Dir(p), ".grants") && dirs[path.Dir(p)])
+	}
 }
 
 // dirs returns the recipes' directories under Base.
@@ -854,6 +860,11 @@ func (r *runner) dirs() map[string]bool {
 	}
 	d[r.o.Base+"/"+ResSemaphore+"/locks"] = true
 	d[r.o.Base+"/"+ResSemaphore+"/leases"] = true
+	// The grants directories of Mutexes and the election (WithGrants), whose
+	// children are directories too: one per session.
+	for _, res := range []string{ResMutex, ResLockA, ResLockB, ResElection} {
+		d[r.o.Base+"/"+res+".grants"] = true
+	}
 	return d
 }
 

@@ -413,9 +413,20 @@ func (r *runner) recipe(wk work, id int, s *zkrecipes.Session) acquirer {
 	path := r.o.Base + "/" + wk.res[0]
 	switch wk.kind {
 	case workMutex:
-		m := zkrecipes.NewMutex(s, path)
+		// Every other client hands the lock over by grant: the lines mix
+		// contenders that take grants with ones that list.
+		var opts []zkrecipes.LockOption
+		if id%2 == 0 {
+			opts = append(opts, zkrecipes.WithGrants())
+		}
+		m := zkrecipes.NewMutex(s, path, opts...)
 		var held func(op string) *grant
+		granted := s.Stats().Granted
 		held = func(op string) *grant {
+			if n := s.Stats().Granted; n > granted {
+				r.byGrant.Add(n - granted)
+				granted = n
+			}
 			return &grant{op: op, mode: Exclusive, token: m.Token(), lost: m.Lost(), fenced: true,
 				release: func(ctx context.Context) (string, error) { return OpMutexUnlock, m.Unlock(ctx) },
 				requeue: func(ctx context.Context) (*grant, error) {
@@ -482,7 +493,11 @@ func (r *runner) recipe(wk work, id int, s *zkrecipes.Session) acquirer {
 			return g, op, nil
 		}
 	case workElection:
-		e := zkrecipes.NewElection(s, path, fmt.Sprintf("c%d", id))
+		var opts []zkrecipes.LockOption
+		if id%2 == 0 {
+			opts = append(opts, zkrecipes.WithGrants()) // as for the Mutexes
+		}
+		e := zkrecipes.NewElection(s, path, fmt.Sprintf("c%d", id), opts...)
 		return func(ctx context.Context, _ *rand.Rand) (*grant, string, error) {
 			if err := e.Campaign(ctx); err != nil {
 				return nil, OpCampaign, err

@@ -1,0 +1,407 @@
+package zkrecipes
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/uuid"
+
+	"github.com/zkrecipes/zkrecipes/zkclient"
+)
+
+// This file is the grant (see WithGrants): how a Mutex holder (or an
+// Election's leader) hands the lock to the next contender in the transaction that deletes its own node,
+// so that the next holds on a watch event, without a listing.
+//
+// A lock's grants live beside it, under the lock's path with ".grants"
+// appended: one directory per session, <lock>.grants/<session key> (a
+// container: the server removes it once it is empty), which the session
+// watches with one recursive watch (its grant route), set up on its first
+// Lock there. The session key is 48 random bits, and the session's
+// contenders carry it in the first 12 hex digits of their node's UUID, so
+// that anyone who knows the node's name knows where to grant it. A holder
+// that knows the contender right after it (its heir) releases with one
+// multi:
+//
+//	check(heir's node), create(<lock>.grants/<heir's key>/<heir's UUID>+<run>, ephemeral),
+//	delete(the grant it received, if any), delete(own node)
+//
+// The heir's route reports the grant's NodeCreated before its
+// predecessor's NodeDeleted (one transaction, operations in order), and
+// the heir holds: the granter was the lowest node (it held, and nodes made
+// later sort after it); no node can stand between it and the heir (the
+// granter's listing, or the run it was granted, showed every node between
+// them, and a node made later sorts after both); and the heir's node was
+// there (the check). Only a granter writes under <lock>.grants, and only in
+// that multi, so no other write (a user's set, Curator's revocation) can
+// pass for a grant.
+//
+// The run names the contenders known to follow the heir, nearest first, so
+// that the heir can grant in turn without a listing: one listing per run
+// of up to maxRun handoffs. Only contenders that take grants are granted:
+// a UUID of version 8 marks them (grantingUUID), where Curator's, kazoo's
+// and a Mutex's without WithGrants are of version 4. A run stops before
+// the first contender that does not take grants, and that one lists, as
+// every contender does without grants. A grant that cannot be made (the
+// heir left: the check fails) falls back to a plain delete, and the next
+// waiter lists. The delete of the granter's own node is also what makes
+// the multi fail when that node is gone (someone deleted it): then nothing
+// is granted.
+
+// maxRun is the most contenders a grant names after its heir.
+const maxRun = 8
+
+// grantsSuffix makes a lock's grants directory from its path.
+const grantsSuffix = ".grants"
+
+// takesGrants reports whether the node name is that of a contender of
+// kind k that takes grants ("_c_" + version-8 UUID + "-" + k's marker +
+// sequence).
+func takesGrants(name string, k kind) bool {
+	const uuidEnd = 3 + 36
+	return len(name) > uuidEnd && strings.HasPrefix(name, "_c_") && name[3+14] == '8' &&
+		strings.HasPrefix(name[uuidEnd:], "-"+k.marker)
+}
+
+// uuidOf returns the UUID of a protected node's name or prefix.
+func uuidOf(name string) string { return name[3 : 3+36] }
+
+// keyOf returns the session key carried by a contender's UUID.
+func keyOf(u string) string { return u[0:8] + u[9:13] }
+
+// grantKey returns the session's key, made on first use.
+func (s *Session) grantKey() string {
+	s.grMu.Lock()
+	defer s.grMu.Unlock()
+	if s.grKey == "" {
+		u := uuid.New()
+		s.grKey = hex.EncodeToString(u[:6])
+	}
+	return s.grKey
+}
+
+// grantingUUID returns a new version-8 UUID carrying the session's key.
+func (s *Session) grantingUUID() string {
+	u := uuid.New()
+	k, _ := hex.DecodeString(s.grantKey())
+	copy(u[:6], k)
+	u[6] = u[6]&0x0f | 0x80
+	return u.String()
+}
+
+// grantRoute is a session's one watch for grants on one lock: a recursive
+// watch on <lock>.grants/<session key>, whose grants it routes to the
+// session's waiting contenders by UUID.
+type grantRoute struct {
+	s    *Session
+	dir  string // <lock>.grants/<key>
+	w    *zkclient.PersistentWatch
+	gone atomic.Bool   // the directory was removed (emptied, then reaped): make it again
+	done chan struct{} // closed when run returns
+
+	pumpMu sync.Mutex // one router at a time (see pump)
+
+	mu      sync.Mutex
+	waiting map[string]chan string // by contender UUID: the grant's path
+}
+
+// route returns the session's grant route for the lock at dir, making its
+// directory and setting its watch the first time (and the directory again
+// after the server removed it).
+func (s *Session) route(ctx context.Context, dir string) (*grantRoute, error) {
+	s.grMu.Lock()
+	r := s.routes[dir]
+	s.grMu.Unlock()
+	if r != nil && !r.gone.Load() {
+		return r, nil
+	}
+	gd := dir + grantsSuffix + "/" + s.grantKey()
+	if err := s.makePath(ctx, append(parents(gd), gd), zkclient.Container, nil); err != nil {
+		return nil, err
+	}
+	if r != nil {
+		r.gone.Store(false)
+		return r, nil
+	}
+	w, err := s.c.AddWatch(ctx, gd, true)
+	if err != nil {
+		return nil, err
+	}
+	r = &grantRoute{s: s, dir: gd, w: w, done: make(chan struct{}), waiting: map[string]chan string{}}
+	s.grMu.Lock()
+	if old := s.routes[dir]; old != nil || s.grClosed {
+		s.grMu.Unlock()
+		w.Remove(ctx)
+		if old == nil {
+			return nil, s.Err()
+		}
+		return old, nil
+	}
+	if s.routes == nil {
+		s.routes = map[string]*grantRoute{}
+	}
+	s.routes[dir] = r
+	s.grMu.Unlock()
+	go r.run()
+	return r, nil
+}
+
+// grantEvents returns how many events the session's grant routes have
+// received (see Stats.GrantEvents).
+func (s *Session) grantEvents() int64 {
+	s.grMu.Lock()
+	defer s.grMu.Unlock()
+	var n int64
+	for _, r := range s.routes {
+		n += r.w.Queued()
+	}
+	return n
+}
+
+// closeRoutes waits for the grant routes' goroutines, which end with the
+// session; no route starts after it.
+func (s *Session) closeRoutes() {
+	s.grMu.Lock()
+	s.grClosed = true
+	rs := s.routes
+	s.grMu.Unlock()
+	for _, r := range rs {
+		<-r.done
+	}
+}
+
+func (r *grantRoute) run() {
+	defer close(r.done)
+	for {
+		select {
+		case <-r.w.Ready():
+		case <-r.s.Done():
+			return
+		}
+		if !r.pump() {
+			return
+		}
+	}
+}
+
+// pump routes the events queued now, without waiting, and reports false
+// once the watch has ended. Waiting contenders call it too, so that a
+// grant queued before their predecessor's deletion is routed before they
+// act on that deletion.
+func (r *grantRoute) pump() bool {
+	r.pumpMu.Lock()
+	defer r.pumpMu.Unlock()
+	for {
+		select {
+		case <-r.w.Ready():
+		default:
+			return true
+		}
+		ev, err := r.w.Next(context.Background())
+		if err != nil || ev.Type == zkclient.EventNotWatching {
+			return false
+		}
+		switch {
+		case ev.Path == r.dir && ev.Type == zkclient.EventNodeDeleted:
+			r.gone.Store(true)
+		case ev.Type == zkclient.EventNodeCreated && path.Dir(ev.Path) == r.dir:
+			name := path.Base(ev.Path)
+			if len(name) < 36 {
+				continue
+			}
+			// Sent under mu, so that unregister finds it in the channel.
+			r.mu.Lock()
+			ch := r.waiting[name[:36]]
+			if ch != nil {
+				select {
+				case ch <- ev.Path:
+				default:
+				}
+			}
+			r.mu.Unlock()
+			if ch == nil {
+				// Its contender left before the grant came (it gave up
+				// as it was granted): nobody will take it. The next
+				// waiter learns of the contender's deletion and lists.
+				r.s.c.DeleteAsync(ev.Path, -1)
+			}
+		}
+	}
+}
+
+// grantable is a ticket's part in grants: set when it takes them.
+type grantable struct {
+	route *grantRoute // nil: the ticket takes no grants
+	gch   chan string // the grant's path, from the route
+	grant string      // the grant received, once read from gch
+	run   []string    // the contenders known to follow, nearest first, once it holds
+}
+
+// register enrols a ticket that takes grants with the route r, before its
+// node is made.
+func (t *ticket) register(r *grantRoute) {
+	t.route, t.gch = r, make(chan string, 1)
+	r.mu.Lock()
+	r.waiting[uuidOf(t.prefix)] = t.gch
+	r.mu.Unlock()
+}
+
+// unregister ends the ticket's enrolment with its route, and deletes,
+// without waiting, a grant it received that no release deleted: it is a
+// message, not the holding (the ticket's node is).
+func (t *ticket) unregister() {
+	r := t.route
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	delete(r.waiting, uuidOf(t.prefix))
+	select {
+	case p := <-t.gch:
+		t.took(p)
+	default:
+	}
+	r.mu.Unlock()
+	if t.grant != "" {
+		t.q.s.c.DeleteAsync(t.grant, -1)
+		t.grant = ""
+	}
+}
+
+// granted reads a grant that came, without waiting, and reports whether
+// the ticket was granted: then t.grant and t.run are set.
+func (t *ticket) granted() bool {
+	if t.route == nil {
+		return false
+	}
+	if t.grant == "" {
+		t.route.pump()
+		select {
+		case p := <-t.gch:
+			t.took(p)
+		default:
+		}
+	}
+	return t.grant != ""
+}
+
+// took records the grant at p: the run is in its name, after the UUID.
+func (t *ticket) took(p string) {
+	t.grant = p
+	t.run = strings.Split(path.Base(p), "+")[1:]
+}
+
+// successors returns the run a holder finds in a listing: the contenders
+// right after it that take grants, nearest first, up to maxRun + 1 (the
+// heir and its run), ending before the first that does not.
+func (t *ticket) successors(kids []string) []string {
+	me, _ := parseContender(t.name, t.q.kinds)
+	var after []contender
+	for _, k := range kids {
+		if c, ok := parseContender(k, t.q.kinds); ok && c.seq > me.seq {
+			after = append(after, c)
+		}
+	}
+	slices.SortFunc(after, func(a, b contender) int { return int(a.seq) - int(b.seq) })
+	var run []string
+	for _, c := range after {
+		if len(run) == maxRun+1 || !takesGrants(c.name, t.kind) {
+			break
+		}
+		run = append(run, c.name)
+	}
+	return run
+}
+
+// grantOps returns the operations that hand the lock to the ticket's heir
+// and delete the grant it received, to go before the delete of its node in
+// one multi; none if there is nothing to grant or clean up.
+func (t *ticket) grantOps() []zkclient.Op {
+	if t.route == nil {
+		return nil
+	}
+	t.granted() // the latest word on a grant received
+	s := t.q.s
+	var ops []zkclient.Op
+	if len(t.run) > 0 {
+		heir, u := t.run[0], uuidOf(t.run[0])
+		name := strings.Join(append([]string{u}, t.run[1:]...), "+")
+		ops = append(ops,
+			s.c.CheckOp(t.q.dir+"/"+heir, -1),
+			s.c.CreateOp(t.q.dir+grantsSuffix+"/"+keyOf(u)+"/"+name, nil, zkclient.Ephemeral, s.acl))
+	}
+	if t.grant != "" {
+		ops = append(ops, s.c.DeleteOp(t.grant, -1))
+	}
+	return ops
+}
+
+// handOff sends one multi: the ticket's grant operations (see grantOps),
+// then tail, and behind it the request that behind sends, if any. When a
+// grant operation fails (the heir left, its grants directory is gone, the
+// grant received is gone with its granter's session) it is sent again
+// without that part. It returns tail's results and the multi's zxid; an
+// error is the multi's (a lost answer, say), and a failure in tail is in
+// its result.
+func (t *ticket) handOff(ctx context.Context, behind func(), tail ...zkclient.Op) ([]zkclient.OpResult, int64, error) {
+	s := t.q.s
+	ops := t.grantOps()
+	granting := len(t.run) > 0
+	for {
+		call := s.c.MultiAsync(append(slices.Clip(ops), tail...)...)
+		if behind != nil {
+			behind()
+		}
+		res, err := call.Wait(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		failed := slices.IndexFunc(res, func(r zkclient.OpResult) bool {
+			return r.Err != nil && !errors.Is(r.Err, zkclient.ErrRuntimeInconsistency)
+		})
+		switch {
+		case failed < 0:
+			if granting {
+				s.stats.grants.Add(1)
+			}
+			t.grant = "" // deleted, or found gone
+			return res[len(ops):], call.Zxid(), nil
+		case failed >= len(ops):
+			return res[len(ops):], call.Zxid(), nil
+		case granting && failed <= 1:
+			ops, granting = ops[2:], false
+		default:
+			ops = ops[:len(ops)-1]
+		}
+	}
+}
+
+// release deletes the ticket's node, granting the lock to its heir in the
+// same multi when it holds and knows one, and deleting the grant it
+// received (see handOff). When the multi's answer is lost, or it finds the
+// node gone, it ends as leave does. A ticket that does not hold grants
+// nothing, so every ticket can leave through release.
+func (t *ticket) release(ctx context.Context) error {
+	defer t.unregister()
+	if len(t.grantOps()) == 0 {
+		return t.leave(ctx)
+	}
+	s := t.q.s
+	if s.Err() != nil {
+		return s.Err()
+	}
+	cctx, cancel := s.cleanupContext(ctx)
+	defer cancel()
+	s.stats.deletes.Add(1)
+	res, _, err := t.handOff(cctx, nil, s.c.DeleteOp(t.path(), -1))
+	if err == nil && res[0].Err == nil {
+		return nil
+	}
+	return t.leave(ctx)
+}

@@ -1,0 +1,529 @@
+package zkrecipes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// The grant (WithGrants): a Mutex holder hands the lock to the contender
+// right after it in the multi that deletes its node.
+
+// waitQueued waits until lock has n contenders and each but the last is
+// watched by the one after it (the first, the holder, also by itself):
+// every waiter has listed and set its watch.
+func (e *env) waitQueued(lock string, n int) {
+	e.t.Helper()
+	zktest.Eventually(e.t, 30*time.Second, fmt.Sprintf("%d contenders queued and watching under %s", n, lock), func() error {
+		kids := e.sortedChildren(lock)
+		if len(kids) != n {
+			return fmt.Errorf("%d contenders", len(kids))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(5*time.Second))
+		defer cancel()
+		w, err := zkadmin.Wchp(ctx, e.servers[0])
+		if err != nil {
+			return err
+		}
+		for i, k := range kids[:n-1] {
+			want := 1
+			if i == 0 {
+				want = 2
+			}
+			if got := len(w[lock+"/"+k]); got < want {
+				return fmt.Errorf("%s has %d watchers, want %d", k, got, want)
+			}
+		}
+		return nil
+	})
+}
+
+// sortedChildren returns lock's contenders in queue order.
+func (e *env) sortedChildren(lock string) []string {
+	kids := e.children(lock)
+	slices.SortFunc(kids, func(a, b string) int { return strings.Compare(a[len(a)-10:], b[len(b)-10:]) })
+	return kids
+}
+
+// grantNodes returns the grants left under lock's grants directory.
+func (e *env) grantNodes(lock string) []string {
+	var out []string
+	for _, key := range e.children(lock + ".grants") {
+		for _, g := range e.children(lock + ".grants/" + key) {
+			out = append(out, key+"/"+g)
+		}
+	}
+	return out
+}
+
+// queue starts lock (a Lock call) and waits until path has n contenders.
+func (e *env) queue(path string, n int, lock func() error) <-chan error {
+	e.t.Helper()
+	ch := async(lock)
+	e.waitFor(fmt.Sprintf("%d contenders under %s", n, path), func() bool { return len(e.children(path)) == n })
+	return ch
+}
+
+// lineUp makes holder hold a lock whose waiters it knows: a first
+// contender (of session first) locks, holder and the waiters (each a Lock
+// call) queue in that order, and once each waiter watches its predecessor
+// the first lets go: holder holds on a listing that shows them all, its
+// heir and run. It returns the waiters' Lock results.
+func (e *env) lineUp(ctx context.Context, first *zkrecipes.Session, lock string, holder *zkrecipes.Mutex, waiters ...func() error) []<-chan error {
+	e.t.Helper()
+	m := zkrecipes.NewMutex(first, lock, zkrecipes.WithGrants())
+	must(e.t, m.Lock(ctx), "first: Lock")
+	held := e.queue(lock, 2, func() error { return holder.Lock(ctx) })
+	var chs []<-chan error
+	for i, w := range waiters {
+		chs = append(chs, e.queue(lock, 3+i, w))
+	}
+	e.waitQueued(lock, 2+len(waiters))
+	must(e.t, m.Unlock(ctx), "first: Unlock")
+	must(e.t, result(e.t, held, "holder: Lock"), "holder: Lock")
+	return chs
+}
+
+// checkToken fails the test unless m's token is the czxid of the lowest
+// node of lock, the holder's.
+func (e *env) checkToken(m *zkrecipes.Mutex, lock, who string) {
+	e.t.Helper()
+	kids := e.sortedChildren(lock)
+	if len(kids) == 0 {
+		e.t.Fatalf("%s holds but %s is empty", who, lock)
+	}
+	st, ok, err := e.admin.Exists(lock + "/" + kids[0])
+	if err != nil || !ok {
+		e.t.Fatalf("%s: stat %s: %v", who, kids[0], err)
+	}
+	if m.Token() != st.Czxid {
+		e.t.Errorf("%s: Token %#x, want its node's czxid %#x", who, m.Token(), st.Czxid)
+	}
+}
+
+// TestGrantChain queues a holder and 25 waiters that take grants and lets
+// the lock pass down the line: a waiter that lists and holds grants to the
+// next nine without their listing, so 22 of the 25 hold on a grant. Each
+// waiter still gets exactly one watch event (its predecessor's deletion),
+// holds in queue order with the czxid of its node as token, and every
+// grant is deleted by its heir's release.
+func TestGrantChain(t *testing.T) {
+	e := newEnv(t)
+	const waiters = 25
+	lock := e.path + "/lock"
+	ctx := ctxTimeout(t, 2*time.Minute)
+	holder := zkrecipes.NewMutex(e.session(), lock, zkrecipes.WithGrants())
+	must(t, holder.Lock(ctx), "holder: Lock")
+	sessions := make([]*zkrecipes.Session, waiters)
+	ms := make([]*zkrecipes.Mutex, waiters)
+	done := make([]chan error, waiters)
+	g := &guard{t: t}
+	g.last = holder.Token()
+	var mu sync.Mutex
+	var order []int
+	for i := range sessions {
+		sessions[i] = e.session()
+		ms[i] = zkrecipes.NewMutex(sessions[i], lock, zkrecipes.WithGrants())
+		done[i] = make(chan error, 1)
+		go func() {
+			err := ms[i].Lock(ctx)
+			if err == nil {
+				g.enter(fmt.Sprintf("waiter %d", i), ms[i].Token())
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				e.checkToken(ms[i], lock, fmt.Sprintf("waiter %d", i))
+				g.leave()
+				err = ms[i].Unlock(ctx)
+			}
+			done[i] <- err
+		}()
+		e.waitFor(fmt.Sprintf("waiter %d to queue", i), func() bool { return len(e.children(lock)) == i+2 })
+	}
+	e.waitQueued(lock, waiters+1)
+	before := make([]zkrecipes.Stats, waiters)
+	for i, s := range sessions {
+		before[i] = s.Stats()
+	}
+	must(t, holder.Unlock(ctx), "holder: Unlock")
+	for i := range done {
+		must(t, result(t, done[i], fmt.Sprintf("waiter %d", i)), "waiter %d", i)
+	}
+	if !slices.IsSorted(order) || len(order) != waiters {
+		t.Errorf("waiters held in the order %v, want queue order", order)
+	}
+	var granted, grants int64
+	for i, s := range sessions {
+		st := s.Stats()
+		granted += st.Granted
+		grants += st.Grants
+		if ev := st.WatchEvents - before[i].WatchEvents; ev != 1 {
+			t.Errorf("waiter %d received %d watch events, want 1", i, ev)
+		}
+		wantListings := int64(2)
+		if st.Granted == 1 {
+			wantListings = 1 // the one sent behind its create
+		}
+		if st.Listings != wantListings {
+			t.Errorf("waiter %d (granted %d) listed %d times, want %d", i, st.Granted, st.Listings, wantListings)
+		}
+	}
+	// Listed: waiters 0, 10 and 20; each granted the nine after it.
+	if granted != 22 || grants != 22 {
+		t.Errorf("%d acquisitions held on a grant and %d releases granted, want 22 and 22", granted, grants)
+	}
+	t.Logf("%d waiters: %d held on a grant", waiters, granted)
+	e.empty(lock)
+	if left := e.grantNodes(lock); len(left) > 0 {
+		t.Errorf("grants left after every heir released: %v", left)
+	}
+}
+
+// TestGrantHeirGone: the heir the holder listed leaves before the holder
+// releases (it cancels, its session expires, or someone deletes its node).
+// The grant's check fails, the holder deletes its node plainly, and the
+// next waiter lists and holds; a heir whose node was deleted never holds.
+func TestGrantHeirGone(t *testing.T) {
+	for _, how := range []string{"cancel", "expire", "delete"} {
+		t.Run(how, func(t *testing.T) {
+			e := newEnv(t)
+			lock := e.path + "/lock"
+			ctx := ctxTimeout(t, time.Minute)
+			hs, ws := e.session(), e.session()
+			holder := zkrecipes.NewMutex(hs, lock, zkrecipes.WithGrants())
+			heirCtx, cancelHeir := context.WithCancel(ctx)
+			defer cancelHeir()
+			heirS := e.session()
+			heir := zkrecipes.NewMutex(heirS, lock, zkrecipes.WithGrants())
+			next := zkrecipes.NewMutex(ws, lock, zkrecipes.WithGrants())
+			chs := e.lineUp(ctx, e.session(), lock, holder,
+				func() error { return heir.Lock(heirCtx) }, func() error { return next.Lock(ctx) })
+			heirDone, nextDone := chs[0], chs[1]
+			heirNode := e.sortedChildren(lock)[1]
+
+			switch how {
+			case "cancel":
+				cancelHeir()
+				if err := result(t, heirDone, "heir: Lock"); !errors.Is(err, context.Canceled) {
+					t.Fatalf("heir: Lock after cancel = %v, want context.Canceled", err)
+				}
+			case "expire":
+				e.expire(heirS)
+			case "delete":
+				must(t, e.admin.Delete(lock+"/"+heirNode, -1), "delete the heir's node")
+			}
+			e.waitFor("the heir's node to go", func() bool { return !slices.Contains(e.children(lock), heirNode) })
+			blocked(t, nextDone, "next: Lock")
+			must(t, holder.Unlock(ctx), "holder: Unlock")
+			must(t, result(t, nextDone, "next: Lock"), "next: Lock")
+			if how == "delete" {
+				if err := result(t, heirDone, "heir: Lock"); !errors.Is(err, zkrecipes.ErrNodeLost) {
+					t.Errorf("heir: Lock after its node was deleted = %v, want ErrNodeLost", err)
+				}
+			}
+			if next.Token() <= holder.Token() && holder.Token() != 0 {
+				t.Errorf("next's token %#x not above the holder's", next.Token())
+			}
+			if st := hs.Stats(); st.Grants != 0 {
+				t.Errorf("the holder granted %d times to a heir that was gone", st.Grants)
+			}
+			if st := ws.Stats(); st.Granted != 0 {
+				t.Errorf("next held on a grant (%d), want a listing", st.Granted)
+			}
+			must(t, next.Unlock(ctx), "next: Unlock")
+			e.empty(lock)
+		})
+	}
+}
+
+// TestGrantHeirExpiresHolding: a heir holds on a grant, then its session
+// expires. The next waiter, which watched the heir, lists and holds. The
+// grant stays, owned by its granter's session, until that session ends.
+func TestGrantHeirExpiresHolding(t *testing.T) {
+	e := newEnv(t)
+	lock := e.path + "/lock"
+	ctx := ctxTimeout(t, time.Minute)
+	hs, heirS := e.session(), e.session()
+	holder := zkrecipes.NewMutex(hs, lock, zkrecipes.WithGrants())
+	heir := zkrecipes.NewMutex(heirS, lock, zkrecipes.WithGrants())
+	next := zkrecipes.NewMutex(e.session(), lock, zkrecipes.WithGrants())
+	chs := e.lineUp(ctx, e.session(), lock, holder, func() error { return heir.Lock(ctx) }, func() error { return next.Lock(ctx) })
+	heirDone, nextDone := chs[0], chs[1]
+	must(t, holder.Unlock(ctx), "holder: Unlock")
+	must(t, result(t, heirDone, "heir: Lock"), "heir: Lock")
+	if st := heirS.Stats(); st.Granted != 1 {
+		t.Fatalf("heir: Granted = %d, want 1", st.Granted)
+	}
+	e.checkToken(heir, lock, "heir")
+	blocked(t, nextDone, "next: Lock")
+	if left := e.grantNodes(lock); len(left) != 1 {
+		t.Errorf("grants while the heir holds: %v, want its one", left)
+	}
+	e.expire(heirS)
+	closed(t, heir.Lost(), "heir: Lost")
+	must(t, result(t, nextDone, "next: Lock"), "next: Lock")
+	if next.Token() <= heir.Token() && heir.Token() != 0 {
+		t.Errorf("next's token %#x not above the heir's", next.Token())
+	}
+	e.checkToken(next, lock, "next")
+	if left := e.grantNodes(lock); len(left) != 1 {
+		t.Errorf("grants after the heir expired: %v, want its one, until the granter's session ends", left)
+	}
+	must(t, hs.Close(), "close the granter's session")
+	e.waitFor("the grant to go with its granter's session", func() bool { return len(e.grantNodes(lock)) == 0 })
+	must(t, next.Unlock(ctx), "next: Unlock")
+	e.empty(lock)
+}
+
+// TestGrantHolderExpires: the holder's session expires before it
+// releases. Its heir learns of the deletion, lists, and holds.
+func TestGrantHolderExpires(t *testing.T) {
+	e := newEnv(t)
+	lock := e.path + "/lock"
+	ctx := ctxTimeout(t, time.Minute)
+	hs, heirS := e.session(), e.session()
+	holder := zkrecipes.NewMutex(hs, lock, zkrecipes.WithGrants())
+	heir := zkrecipes.NewMutex(heirS, lock, zkrecipes.WithGrants())
+	heirDone := e.lineUp(ctx, e.session(), lock, holder, func() error { return heir.Lock(ctx) })[0]
+	e.expire(hs)
+	must(t, result(t, heirDone, "heir: Lock"), "heir: Lock")
+	if err := holder.Unlock(ctx); !errors.Is(err, zkrecipes.ErrSessionExpired) {
+		t.Errorf("holder: Unlock after expiry = %v, want ErrSessionExpired", err)
+	}
+	if st := heirS.Stats(); st.Granted != 0 {
+		t.Errorf("heir held on a grant (%d) from an expired holder", st.Granted)
+	}
+	e.checkToken(heir, lock, "heir")
+	must(t, heir.Unlock(ctx), "heir: Unlock")
+	e.empty(lock)
+}
+
+// TestGrantPassesOver: contenders that do not take grants (a Mutex without
+// WithGrants, with Curator's node layout and a version-4 UUID, as
+// Curator's and kazoo's) are never granted, and a run of grants stops
+// before them: each takes the lock by listing, and the line keeps order.
+func TestGrantPassesOver(t *testing.T) {
+	e := newEnv(t)
+	lock := e.path + "/lock"
+	ctx := ctxTimeout(t, time.Minute)
+	var ss []*zkrecipes.Session
+	var ms []*zkrecipes.Mutex
+	for i := range 5 {
+		s := e.session()
+		var opts []zkrecipes.LockOption
+		if i%2 == 0 {
+			opts = append(opts, zkrecipes.WithGrants())
+		}
+		ss = append(ss, s)
+		ms = append(ms, zkrecipes.NewMutex(s, lock, append(opts, zkrecipes.WithNodeData([]byte(fmt.Sprint("contender ", i))))...))
+	}
+	// 0 holds; 1 (plain), 2 (grants), 3 (plain), 4 (grants) wait.
+	must(t, ms[0].Lock(ctx), "0: Lock")
+	var chs []<-chan error
+	for i := 1; i < 5; i++ {
+		chs = append(chs, e.queue(lock, i+1, func() error { return ms[i].Lock(ctx) }))
+	}
+	e.waitQueued(lock, 5)
+	last := ms[0].Token()
+	must(t, ms[0].Unlock(ctx), "0: Unlock")
+	for i := 1; i < 5; i++ {
+		must(t, result(t, chs[i-1], fmt.Sprint(i, ": Lock")), "%d: Lock", i)
+		for j := i + 1; j < 5; j++ {
+			blocked(t, chs[j-1], fmt.Sprint(j, ": Lock"))
+		}
+		kids := e.sortedChildren(lock)
+		data, _, err := e.admin.Get(lock + "/" + kids[0])
+		must(t, err, "read the holder's node")
+		if string(data) != fmt.Sprint("contender ", i) {
+			t.Errorf("holder %d's node holds %q", i, data)
+		}
+		if ms[i].Token() <= last {
+			t.Errorf("%d: token %#x not above %#x", i, ms[i].Token(), last)
+		}
+		last = ms[i].Token()
+		must(t, ms[i].Unlock(ctx), "%d: Unlock", i)
+	}
+	for i, s := range ss {
+		if st := s.Stats(); st.Grants != 0 || st.Granted != 0 {
+			t.Errorf("%d: %d grants made, %d taken; none was possible", i, st.Grants, st.Granted)
+		}
+	}
+	e.empty(lock)
+}
+
+// TestGrantRacesCancel cancels the heir's Lock while the holder releases,
+// in many interleavings: the heir either holds or leaves, and either way
+// the lock passes on (a heir that was granted as it gave up grants on).
+func TestGrantRacesCancel(t *testing.T) {
+	e := newEnv(t)
+	lock := e.path + "/lock"
+	ctx := ctxTimeout(t, 3*time.Minute)
+	hs, heirS, nextS, firstS := e.session(), e.session(), e.session(), e.session()
+	rng := rand.New(rand.NewPCG(1, 2))
+	outcomes := map[string]int{}
+	for round := range 30 {
+		holder := zkrecipes.NewMutex(hs, lock, zkrecipes.WithGrants())
+		heir := zkrecipes.NewMutex(heirS, lock, zkrecipes.WithGrants())
+		next := zkrecipes.NewMutex(nextS, lock, zkrecipes.WithGrants())
+		heirCtx, cancelHeir := context.WithCancel(ctx)
+		chs := e.lineUp(ctx, firstS, lock, holder, func() error { return heir.Lock(heirCtx) }, func() error { return next.Lock(ctx) })
+		heirDone, nextDone := chs[0], chs[1]
+		delay := time.Duration(rng.IntN(3000)) * time.Microsecond
+		unlocked := async(func() error { return holder.Unlock(ctx) })
+		time.Sleep(delay) // an interleaving, not a wait for readiness
+		cancelHeir()
+		must(t, result(t, unlocked, "holder: Unlock"), "round %d: holder: Unlock", round)
+		switch err := result(t, heirDone, "heir: Lock"); {
+		case err == nil:
+			outcomes["heir held"]++
+			must(t, heir.Unlock(ctx), "round %d: heir: Unlock", round)
+		case errors.Is(err, context.Canceled):
+			outcomes["heir left"]++
+		default:
+			t.Fatalf("round %d: heir: Lock = %v", round, err)
+		}
+		must(t, result(t, nextDone, "next: Lock"), "round %d: next: Lock", round)
+		e.checkToken(next, lock, "next")
+		must(t, next.Unlock(ctx), "round %d: next: Unlock", round)
+		e.empty(lock)
+	}
+	t.Logf("outcomes: %v; grants made %d, taken %d", outcomes, hs.Stats().Grants+heirS.Stats().Grants, heirS.Stats().Granted+nextS.Stats().Granted)
+	// A grant that came after its heir left is deleted by the heir's
+	// session, which still lives.
+	e.waitFor("no grant left", func() bool { return len(e.grantNodes(lock)) == 0 })
+}
+
+// TestGrantRequeue mixes Requeue, Lock and Unlock of contenders with and
+// without grants on one lock: exclusion and token order hold, and
+// Requeue's multi grants too.
+func TestGrantRequeue(t *testing.T) {
+	e := newEnv(t)
+	const sessions, rounds = 6, 25
+	lock := e.path + "/lock"
+	g := &guard{t: t}
+	ctx := ctxTimeout(t, 3*time.Minute)
+	var wg sync.WaitGroup
+	ss := make([]*zkrecipes.Session, sessions)
+	for i := range ss {
+		ss[i] = e.session()
+		var opts []zkrecipes.LockOption
+		if i%3 != 2 {
+			opts = append(opts, zkrecipes.WithGrants())
+		}
+		m := zkrecipes.NewMutex(ss[i], lock, opts...)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.Lock(ctx); err != nil {
+				t.Errorf("session %d: Lock: %v", i, err)
+				return
+			}
+			for r := range rounds {
+				g.enter(fmt.Sprintf("session %d", i), m.Token())
+				g.leave()
+				var err error
+				if i%2 == 0 || r%4 == 0 {
+					err = m.Requeue(ctx)
+				} else if err = m.Unlock(ctx); err == nil {
+					err = m.Lock(ctx)
+				}
+				if err != nil {
+					t.Errorf("session %d round %d: %v", i, r, err)
+					return
+				}
+			}
+			if err := m.Unlock(ctx); err != nil {
+				t.Errorf("session %d: Unlock: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	var grants, granted int64
+	for _, s := range ss {
+		grants += s.Stats().Grants
+		granted += s.Stats().Granted
+	}
+	t.Logf("%d holdings: %d granted, %d held on a grant", g.entries, grants, granted)
+	if grants == 0 || granted == 0 {
+		t.Errorf("no handoff by grant in %d holdings (%d grants, %d taken)", g.entries, grants, granted)
+	}
+	e.empty(lock)
+}
+
+// TestGrantOnlyForMutex: WithGrants given to an RWMutex or a Semaphore is
+// refused before any request.
+func TestGrantOnlyForMutex(t *testing.T) {
+	e := newEnv(t)
+	s := e.session()
+	ctx := ctxTimeout(t, 30*time.Second)
+	if err := zkrecipes.NewRWMutex(s, e.path+"/rw", zkrecipes.WithGrants()).Lock(ctx); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
+		t.Errorf("RWMutex with WithGrants: Lock = %v, want ErrInvalidArgument", err)
+	}
+	if _, err := zkrecipes.NewSemaphore(s, e.path+"/sem", 2, zkrecipes.WithGrants()).Acquire(ctx); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
+		t.Errorf("Semaphore with WithGrants: Acquire = %v, want ErrInvalidArgument", err)
+	}
+	if _, ok, _ := e.admin.Exists(e.path + "/rw"); ok {
+		t.Error("the refused RWMutex made its path")
+	}
+}
+
+// TestGrantElection: a leader that resigns hands the leadership to the
+// next candidate, which leads without a listing; Leader reports each in
+// turn, and tokens increase.
+func TestGrantElection(t *testing.T) {
+	e := newEnv(t)
+	const candidates = 6
+	path := e.path + "/election"
+	ctx := ctxTimeout(t, time.Minute)
+	first := zkrecipes.NewElection(e.session(), path, "first", zkrecipes.WithGrants())
+	must(t, first.Campaign(ctx), "first: Campaign")
+	var ss []*zkrecipes.Session
+	var els []*zkrecipes.Election
+	var chs []<-chan error
+	for i := range candidates {
+		s := e.session()
+		el := zkrecipes.NewElection(s, path, fmt.Sprint("c", i), zkrecipes.WithGrants())
+		ss, els = append(ss, s), append(els, el)
+		chs = append(chs, e.queue(path, i+2, func() error { return el.Campaign(ctx) }))
+	}
+	e.waitQueued(path, candidates+1)
+	last := first.Token()
+	must(t, first.Resign(ctx), "first: Resign")
+	for i, el := range els {
+		must(t, result(t, chs[i], fmt.Sprint("c", i, ": Campaign")), "c%d: Campaign", i)
+		if got, err := el.Leader(ctx); err != nil || got != fmt.Sprint("c", i) {
+			t.Errorf("c%d leads, Leader = %q, %v", i, got, err)
+		}
+		if el.Token() <= last {
+			t.Errorf("c%d: token %#x not above %#x", i, el.Token(), last)
+		}
+		last = el.Token()
+		must(t, el.Resign(ctx), "c%d: Resign", i)
+	}
+	var granted int64
+	for _, s := range ss {
+		granted += s.Stats().Granted
+	}
+	// c0 lists (first knew nobody after it when it took the lead) and
+	// grants to the other five.
+	if granted != candidates-1 {
+		t.Errorf("%d candidates led on a grant, want %d", granted, candidates-1)
+	}
+	e.empty(path)
+	if left := e.grantNodes(path); len(left) > 0 {
+		t.Errorf("grants left: %v", left)
+	}
+	if err := zkrecipes.NewElection(e.session(), path, "x", zkrecipes.WithNodeData([]byte("y"))).Campaign(ctx); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
+		t.Errorf("Election with WithNodeData: Campaign = %v, want ErrInvalidArgument", err)
+	}
+}
