@@ -460,20 +460,87 @@ func TestGrantRequeue(t *testing.T) {
 	e.empty(lock)
 }
 
-// TestGrantOnlyForMutex: WithGrants given to an RWMutex or a Semaphore is
-// refused before any request.
-func TestGrantOnlyForMutex(t *testing.T) {
+// TestGrantSemaphoreRefused: WithGrants given to a Semaphore is refused
+// before any request.
+func TestGrantSemaphoreRefused(t *testing.T) {
 	e := newEnv(t)
-	s := e.session()
 	ctx := ctxTimeout(t, 30*time.Second)
-	if err := zkrecipes.NewRWMutex(s, e.path+"/rw", zkrecipes.WithGrants()).Lock(ctx); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
-		t.Errorf("RWMutex with WithGrants: Lock = %v, want ErrInvalidArgument", err)
-	}
-	if _, err := zkrecipes.NewSemaphore(s, e.path+"/sem", 2, zkrecipes.WithGrants()).Acquire(ctx); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
+	if _, err := zkrecipes.NewSemaphore(e.session(), e.path+"/sem", 2, zkrecipes.WithGrants()).Acquire(ctx); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
 		t.Errorf("Semaphore with WithGrants: Acquire = %v, want ErrInvalidArgument", err)
 	}
-	if _, ok, _ := e.admin.Exists(e.path + "/rw"); ok {
-		t.Error("the refused RWMutex made its path")
+	if _, ok, _ := e.admin.Exists(e.path + "/sem"); ok {
+		t.Error("the refused Semaphore made its path")
+	}
+}
+
+// TestGrantRWMutex: an RWMutex writer hands the write lock to the writer
+// right after it; a writer followed by a reader grants nothing, and the
+// readers behind it hold together on their listings.
+func TestGrantRWMutex(t *testing.T) {
+	e := newEnv(t)
+	lock := e.path + "/rw"
+	ctx := ctxTimeout(t, time.Minute)
+	ss := make([]*zkrecipes.Session, 6)
+	ms := make([]*zkrecipes.RWMutex, 6)
+	for i := range ms {
+		ss[i] = e.session()
+		ms[i] = zkrecipes.NewRWMutex(ss[i], lock, zkrecipes.WithGrants())
+	}
+	// 0 writes; 1 and 2 write, 3 and 4 read, 5 writes.
+	must(t, ms[0].Lock(ctx), "0: Lock")
+	var chs []<-chan error
+	for i := 1; i < 6; i++ {
+		f := ms[i].Lock
+		if i == 3 || i == 4 {
+			f = ms[i].RLock
+		}
+		chs = append(chs, e.queue(lock, i+1, func() error { return f(ctx) }))
+	}
+	e.waitFor("every waiter to watch", func() bool {
+		kids := e.sortedChildren(lock)
+		// 0: its own hold and 1; 1: 2; 2: readers 3 and 4; 4: writer 5.
+		for i, want := range map[int]int{0: 2, 1: 1, 2: 2, 4: 1} {
+			if watchersOf(t, e.servers[0], lock+"/"+kids[i]) < want {
+				return false
+			}
+		}
+		return true
+	})
+	must(t, ms[0].Unlock(ctx), "0: Unlock")
+	must(t, result(t, chs[0], "1: Lock"), "1: Lock")
+	e.checkRWToken(ms[1], lock, "1")
+	must(t, ms[1].Unlock(ctx), "1: Unlock")
+	must(t, result(t, chs[1], "2: Lock"), "2: Lock")
+	must(t, ms[2].Unlock(ctx), "2: Unlock")
+	must(t, result(t, chs[2], "3: RLock"), "3: RLock")
+	must(t, result(t, chs[3], "4: RLock"), "4: RLock")
+	blocked(t, chs[4], "5: Lock")
+	must(t, ms[3].RUnlock(ctx), "3: RUnlock")
+	must(t, ms[4].RUnlock(ctx), "4: RUnlock")
+	must(t, result(t, chs[4], "5: Lock"), "5: Lock")
+	must(t, ms[5].Unlock(ctx), "5: Unlock")
+	for i, s := range ss {
+		want := int64(0)
+		if i == 2 {
+			want = 1 // granted by 1, which listed 2 then reader 3
+		}
+		if got := s.Stats().Granted; got != want {
+			t.Errorf("%d: held on %d grants, want %d", i, got, want)
+		}
+	}
+	e.empty(lock)
+}
+
+// checkRWToken is checkToken for an RWMutex writer.
+func (e *env) checkRWToken(m *zkrecipes.RWMutex, lock, who string) {
+	e.t.Helper()
+	kids := e.sortedChildren(lock)
+	st, ok, err := e.admin.Exists(lock + "/" + kids[0])
+	if err != nil || !ok {
+		e.t.Fatalf("%s: stat %s: %v", who, kids[0], err)
+	}
+	if m.Token() != st.Czxid {
+		e.t.Errorf("%s: Token %#x, want its node's czxid %#x", who, m.Token(), st.Czxid)
 	}
 }
 

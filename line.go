@@ -47,8 +47,8 @@ type line struct {
 	dir   string
 	kinds []kind
 
-	// grants: the line's contenders take grants and grant (a Mutex's or
-	// an Election's: see WithGrants and grant.go).
+	// grants: the line's contenders take grants and grant (a Mutex's, an
+	// Election's, an RWMutex's writers: see WithGrants and grant.go).
 	grants bool
 
 	beforeWatch func(pred string) // test hook: runs between listing and watching
@@ -105,7 +105,7 @@ func (q *line) enter(ctx context.Context, k kind, data []byte) (*ticket, error) 
 // contenders do. Without a route (it could not be set up: ctx ended, say)
 // the ticket takes no grants, and its name says so.
 func (q *line) ticket(ctx context.Context, k kind) *ticket {
-	if q.grants {
+	if q.grants && !k.reader {
 		if r, err := q.s.route(ctx, q.dir); err == nil {
 			t := &ticket{protectedNode: newProtectedNode(q.s, q.dir, q.s.grantingUUID()), q: q, kind: k}
 			t.register(r)

@@ -37,14 +37,14 @@ type RWMutex struct {
 	st seat
 }
 
-// NewRWMutex returns an RWMutex on path for the session s. A bad path is
-// reported, without any network call, by the first call.
+// NewRWMutex returns an RWMutex on path for the session s. With
+// WithGrants, a writer that releases hands the write lock to the writer
+// right after it, if that one also has WithGrants (readers list, as
+// always). A bad path is reported, without any network call, by the first
+// call.
 func NewRWMutex(s *Session, path string, opts ...LockOption) *RWMutex {
 	m := &RWMutex{}
 	m.st.init(s, path, lockKinds, opts)
-	if m.st.err == nil && m.st.q.grants {
-		m.st.err = errorf("rwmutex %s: %w: WithGrants is for a Mutex or an Election", path, ErrInvalidArgument)
-	}
 	return m
 }
 

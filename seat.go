@@ -24,17 +24,18 @@ func WithNodeData(data []byte) LockOption {
 	return func(c *lockConfig) { c.data = append([]byte(nil), data...) }
 }
 
-// WithGrants makes a Mutex (or an Election) hand the lock over by grant: a
-// holder that knows the contender right after it releases with one multi
-// that deletes its node and creates a grant for that contender, which then
-// holds on the grant's watch event, without reading the line. A handoff
-// then costs the holder's multi and one event, where otherwise it costs
-// the holder's delete, one event and the next holder's listing: one round
-// trip less on the critical path, and one listing of the line per run of
-// up to nine handoffs instead of one per handoff. It pays where a round
-// trip is long against the server's work (hosts apart): through a delayed
-// link, a chain of handoffs ran about 1.5 times as fast, the contended loop
-// 1.4 to 1.8 times; on loopback it is about even (docs/benchmarks.md).
+// WithGrants makes a Mutex (an Election, an RWMutex's writers) hand the
+// lock over by grant: a holder that knows the contender right after it
+// releases with one multi that deletes its node and creates a grant for
+// that contender, which then holds on the grant's watch event, without
+// reading the line. A handoff then costs the holder's multi and one
+// event, where otherwise it costs the holder's delete, one event and the
+// next holder's listing: one round trip less on the critical path, and one
+// listing of the line per run of up to nine handoffs instead of one per
+// handoff. It pays where a round trip is long against the server's work
+// (hosts apart): through a delayed link, a chain of handoffs ran about 1.5
+// times as fast, the contended loop 1.4 to 1.8 times; on loopback it is
+// about even (docs/benchmarks.md).
 //
 // Costs: grants live beside the lock, under its path with ".grants"
 // appended, in one container node per session that locks there (removed
@@ -43,11 +44,12 @@ func WithNodeData(data []byte) LockOption {
 // with grants, for as long as it lives. Use it for a few long-lived locks
 // taken over and over, not for a lock per entity.
 //
-// Only contenders made WithGrants are granted: others on the same path
-// (Curator's, kazoo's, a Mutex without it, an RWMutex) are passed over,
-// and take the lock by listing, as always. Tokens are the same with or
-// without grants (see Mutex.Token). An RWMutex or a Semaphore given
-// WithGrants reports ErrInvalidArgument.
+// Only contenders made WithGrants, of the holder's own kind, are granted:
+// others on the same path (Curator's, kazoo's, a Mutex without it, an
+// RWMutex's readers, an RWMutex writer after a Mutex holder) are passed
+// over, and take the lock by listing, as always. Tokens are the same with
+// or without grants (see Mutex.Token). A Semaphore given WithGrants
+// reports ErrInvalidArgument.
 //
 // A grant node is ephemeral, owned by the granter's session, and deleted
 // by the heir: in its release's multi, or at once when the heir had left

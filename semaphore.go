@@ -62,7 +62,7 @@ func NewSemaphore(s *Session, path string, n int, opts ...LockOption) *Semaphore
 		o(&cfg)
 	}
 	if err == nil && cfg.grants {
-		err = errorf("semaphore %s: %w: WithGrants is for a Mutex or an Election", path, ErrInvalidArgument)
+		err = errorf("semaphore %s: %w: WithGrants is for a Mutex, an RWMutex or an Election", path, ErrInvalidArgument)
 	}
 	return &Semaphore{
 		s: s, path: path, n: n, err: err, data: cfg.data,

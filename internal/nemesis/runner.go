@@ -860,9 +860,10 @@ func (r *runner) dirs() map[string]bool {
 	}
 	d[r.o.Base+"/"+ResSemaphore+"/locks"] = true
 	d[r.o.Base+"/"+ResSemaphore+"/leases"] = true
-	// The grants directories of Mutexes and the election (WithGrants), whose
+	// The grants directories of Mutexes, the election and the RWMutex
+	// (WithGrants), whose
 	// children are directories too: one per session.
-	for _, res := range []string{ResMutex, ResLockA, ResLockB, ResElection} {
+	for _, res := range []string{ResMutex, ResLockA, ResLockB, ResElection, ResRW} {
 		d[r.o.Base+"/"+res+".grants"] = true
 	}
 	return d

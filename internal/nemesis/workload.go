@@ -468,7 +468,11 @@ func (r *runner) recipe(wk work, id int, s *zkrecipes.Session) acquirer {
 			return g, op, nil
 		}
 	case workRW:
-		m := zkrecipes.NewRWMutex(s, path)
+		var opts []zkrecipes.LockOption
+		if id%2 == 0 {
+			opts = append(opts, zkrecipes.WithGrants()) // its writers hand over by grant
+		}
+		m := zkrecipes.NewRWMutex(s, path, opts...)
 		return func(ctx context.Context, rng *rand.Rand) (*grant, string, error) {
 			n := rng.IntN(20)
 			op, f, mode := OpRWRLock, m.RLock, Shared

@@ -241,11 +241,11 @@ func TestContendedLock(t *testing.T) {
 	caller.End()
 	e.expect(0, "zkrecipes.holdings", "zk.recipe", "mutex")
 	e.expect(0, "zkrecipes.losses")
-	if v := e.value("zkrecipes.client.requests", "zk.op", "create", "zk.code", "OK"); v < 2 {
-		t.Errorf("create requests OK: %v, want at least 2", v)
+	if v := e.value("zkrecipes.client.requests", "zk.op", "create2", "zk.code", "OK"); v < 2 {
+		t.Errorf("create2 requests OK: %v, want at least 2", v)
 	}
-	if v := e.value("zkrecipes.client.request.duration", "zk.op", "create"); v < 2 {
-		t.Errorf("create request durations: %v, want at least 2", v)
+	if v := e.value("zkrecipes.client.request.duration", "zk.op", "create2"); v < 2 {
+		t.Errorf("create2 request durations: %v, want at least 2", v)
 	}
 
 	waits := e.ended("zkrecipes.mutex.wait")
