@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
@@ -45,18 +44,15 @@ type Election struct {
 // call.
 func NewElection(s *Session, path, id string, opts ...LockOption) *Election {
 	e := &Election{id: id}
-	var cfg lockConfig
-	for _, o := range opts {
-		o(&cfg)
-	}
-	e.st.init(s, path, latchKinds, append(slices.Clip(opts), WithNodeData([]byte(id))))
+	e.st.init(s, path, latchKinds, opts)
 	switch {
 	case e.st.err != nil:
 	case id == "":
 		e.st.err = fmt.Errorf("%w: election %s: empty participant id", ErrInvalidArgument, path)
-	case cfg.data != nil:
+	case e.st.data != nil:
 		e.st.err = fmt.Errorf("%w: election %s: WithNodeData is not for an Election (its node holds the value it advertises: see CampaignValue)", ErrInvalidArgument, path)
 	}
+	e.st.data = []byte(id)
 	return e
 }
 

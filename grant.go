@@ -342,17 +342,16 @@ func (t *ticket) grantOps() []zkclient.Op {
 	return ops
 }
 
-// handOff sends one multi: the ticket's grant operations (see grantOps),
-// then tail, and behind it the request that behind sends, if any. When a
-// grant operation fails (the heir left, its grants directory is gone, the
-// grant received is gone with its granter's session) it is sent again
-// without that part. It returns tail's results and the multi's zxid; an
-// error is the multi's (a lost answer, say), and a failure in tail is in
-// its result.
-func (t *ticket) handOff(ctx context.Context, behind func(), tail ...zkclient.Op) ([]zkclient.OpResult, int64, error) {
+// handOff sends one multi: ops, the ticket's grant operations (from
+// grantOps), then tail, and behind it the request that behind sends, if
+// any. When a grant operation fails (the heir left, its grants directory is
+// gone, the grant received is gone with its granter's session) it is sent
+// again without that part. It returns tail's results and the multi's zxid;
+// an error is the multi's (a lost answer, say), and a failure in tail is
+// in its result.
+func (t *ticket) handOff(ctx context.Context, ops []zkclient.Op, behind func(), tail ...zkclient.Op) ([]zkclient.OpResult, int64, error) {
 	s := t.q.s
-	ops := t.grantOps()
-	granting := len(t.run) > 0
+	granting := len(t.run) > 0 // ops begin with the check and the grant
 	for {
 		call := s.c.MultiAsync(append(slices.Clip(ops), tail...)...)
 		if behind != nil {
@@ -389,7 +388,8 @@ func (t *ticket) handOff(ctx context.Context, behind func(), tail ...zkclient.Op
 // nothing, so every ticket can leave through release.
 func (t *ticket) release(ctx context.Context) error {
 	defer t.unregister()
-	if len(t.grantOps()) == 0 {
+	ops := t.grantOps()
+	if len(ops) == 0 {
 		return t.leave(ctx)
 	}
 	s := t.q.s
@@ -399,7 +399,7 @@ func (t *ticket) release(ctx context.Context) error {
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
 	s.stats.deletes.Add(1)
-	res, _, err := t.handOff(cctx, nil, s.c.DeleteOp(t.path(), -1))
+	res, _, err := t.handOff(cctx, ops, nil, s.c.DeleteOp(t.path(), -1))
 	if err == nil && res[0].Err == nil {
 		return nil
 	}

@@ -259,9 +259,14 @@ func (t *ticket) await(ctx context.Context, pred string) error {
 // of two. It returns the new ticket, not yet waited for. If the multi was
 // not applied (its answer was lost and the new node is not there), the old
 // ticket still holds and requeue returns an error wrapping ErrConnectionLoss.
-func (t *ticket) requeue(ctx context.Context, data []byte) (*ticket, error) {
+func (t *ticket) requeue(ctx context.Context, data []byte) (_ *ticket, err error) {
 	s := t.q.s
 	n := t.q.ticket(ctx, t.kind)
+	defer func() {
+		if err != nil {
+			n.unregister()
+		}
+	}()
 	base := t.q.dir + "/" + n.prefix + t.kind.marker
 	s.stats.deletes.Add(1)
 	s.stats.creates.Add(1)
@@ -270,7 +275,7 @@ func (t *ticket) requeue(ctx context.Context, data []byte) (*ticket, error) {
 	// node, the old or the new, the seat must leave.
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
-	res, zxid, err := t.handOff(cctx, func() {
+	res, zxid, err := t.handOff(cctx, t.grantOps(), func() {
 		s.stats.listings.Add(1)
 		n.first = s.c.ChildrenAsync(t.q.dir)
 	}, s.c.DeleteOp(t.path(), -1), s.c.CreateOp(base, data, zkclient.EphemeralSequential, s.acl))
@@ -278,27 +283,22 @@ func (t *ticket) requeue(ctx context.Context, data []byte) (*ticket, error) {
 	case errors.Is(err, ErrConnectionLoss):
 		n.first = nil
 		if err := s.awaitUp(ctx); err != nil {
-			n.unregister()
 			return nil, err
 		}
 		found, ferr := n.find(ctx)
 		if ferr != nil {
-			n.unregister()
 			return nil, ferr
 		}
 		if found == "" {
-			n.unregister()
 			return nil, err
 		}
 		n.name = found
 		return n, nil
 	case err != nil:
-		n.unregister()
 		return nil, err
 	}
 	for _, r := range res {
 		if r.Err != nil {
-			n.unregister()
 			return nil, errorf("requeue in %s: %w", t.q.dir, r.Err)
 		}
 	}

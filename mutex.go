@@ -74,10 +74,11 @@ func (m *Mutex) Requeue(ctx context.Context) error {
 // is not held. Tokens strictly increase from one holder of the path to the
 // next, also across a deletion and re-creation of the path: a token is the
 // zxid that created the holder's node, and the node of every holder before
-// it was ahead of it in the line, so created earlier. A resource guarded by the lock can refuse any request carrying a token
-// lower than the highest it has seen: a holder that lost the lock without
-// knowing it cannot then overwrite its successor's work. Reading the token
-// costs no request.
+// it was ahead of it in the line, so created earlier. A resource guarded
+// by the lock can refuse any request carrying a token lower than the
+// highest it has seen: a holder that lost the lock without knowing it
+// cannot then overwrite its successor's work. Reading the token costs no
+// request.
 func (m *Mutex) Token() int64 { return m.st.token() }
 
 // Lost returns a channel that is closed when the current holding is void:
