@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes"
 	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
+	"github.com/zkrecipes/zkrecipes/zkserver"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -593,4 +594,78 @@ func TestGrantElection(t *testing.T) {
 	if err := zkrecipes.NewElection(e.session(), path, "x", zkrecipes.WithNodeData([]byte("y"))).Campaign(ctx); !errors.Is(err, zkrecipes.ErrInvalidArgument) {
 		t.Errorf("Election with WithNodeData: Campaign = %v, want ErrInvalidArgument", err)
 	}
+}
+
+// TestGrantPassOverCostsNothing: a holder whose next contender takes no
+// grants releases with a plain delete, not a multi that would fail on the
+// grant: the run stops there by the contender's name alone. Counted on the
+// embedded server, which counts requests by opcode.
+func TestGrantPassOverCostsNothing(t *testing.T) {
+	srv := zkserver.RunT(t)
+	e := newEnvOn(t, []string{srv.Addr()})
+	lock := e.path + "/lock"
+	ctx := ctxTimeout(t, time.Minute)
+	holder := zkrecipes.NewMutex(e.session(), lock, zkrecipes.WithGrants())
+	plain := zkrecipes.NewMutex(e.session(), lock) // a version-4 UUID, as Curator's and kazoo's
+	next := e.lineUp(ctx, e.session(), lock, holder, func() error { return plain.Lock(ctx) })[0]
+	before := srv.Stats().Requests
+	must(t, holder.Unlock(ctx), "holder: Unlock")
+	after := srv.Stats().Requests
+	for _, op := range []struct {
+		name   string
+		opcode int32
+		want   int64
+	}{{"multi", 14, 0}, {"delete", 2, 1}} {
+		if got := after[op.opcode] - before[op.opcode]; got != op.want {
+			t.Errorf("the release sent %d %s requests, want %d", got, op.name, op.want)
+		}
+	}
+	must(t, result(t, next, "plain: Lock"), "plain: Lock")
+	must(t, plain.Unlock(ctx), "plain: Unlock")
+	e.empty(lock)
+}
+
+// TestGrantRequeueGrants: a holder that knows its heir and requeues grants
+// to it in the Requeue's one multi.
+func TestGrantRequeueGrants(t *testing.T) {
+	e := newEnv(t)
+	lock := e.path + "/lock"
+	ctx := ctxTimeout(t, time.Minute)
+	hs, heirS := e.session(), e.session()
+	holder := zkrecipes.NewMutex(hs, lock, zkrecipes.WithGrants())
+	heir := zkrecipes.NewMutex(heirS, lock, zkrecipes.WithGrants())
+	heirDone := e.lineUp(ctx, e.session(), lock, holder, func() error { return heir.Lock(ctx) })[0]
+	requeued := async(func() error { return holder.Requeue(ctx) })
+	must(t, result(t, heirDone, "heir: Lock"), "heir: Lock")
+	if got := heirS.Stats().Granted; got != 1 {
+		t.Errorf("heir: held on %d grants after the holder's Requeue, want 1", got)
+	}
+	blocked(t, requeued, "holder: Requeue")
+	must(t, heir.Unlock(ctx), "heir: Unlock")
+	must(t, result(t, requeued, "holder: Requeue"), "holder: Requeue")
+	if got := hs.Stats().Grants; got != 1 { // counted once the multi's answer came
+		t.Errorf("holder: granted %d times in its Requeue, want 1", got)
+	}
+	must(t, holder.Unlock(ctx), "holder: Unlock")
+	e.empty(lock)
+}
+
+// TestGrantOwnKindOnly: a Mutex holder does not grant an RWMutex writer
+// queued right after it on the same path, though both take grants: only
+// the holder's own kind is granted, and the writer lists.
+func TestGrantOwnKindOnly(t *testing.T) {
+	e := newEnv(t)
+	lock := e.path + "/lock"
+	ctx := ctxTimeout(t, time.Minute)
+	hs, ws := e.session(), e.session()
+	holder := zkrecipes.NewMutex(hs, lock, zkrecipes.WithGrants())
+	writer := zkrecipes.NewRWMutex(ws, lock, zkrecipes.WithGrants())
+	done := e.lineUp(ctx, e.session(), lock, holder, func() error { return writer.Lock(ctx) })[0]
+	must(t, holder.Unlock(ctx), "holder: Unlock")
+	must(t, result(t, done, "writer: Lock"), "writer: Lock")
+	if g, h := hs.Stats().Grants, ws.Stats().Granted; g != 0 || h != 0 {
+		t.Errorf("the Mutex granted %d times, the writer held on %d grants; want 0 and 0", g, h)
+	}
+	must(t, writer.Unlock(ctx), "writer: Unlock")
+	e.empty(lock)
 }
