@@ -60,6 +60,16 @@ const maxRun = 8
 // grantsSuffix makes a lock's grants directory from its path.
 const grantsSuffix = ".grants"
 
+// grantsOwner names the ephemeral node a session keeps in its grants
+// directory on a lock, for as long as the session lives. The directory is
+// a container, which ZooKeeper removes only once it is empty after having
+// had a child: without the node, the directory of a session never granted
+// the lock would stay on the server for ever (one per session and lock);
+// with it, the directory goes after the session does, when the server
+// next looks (every minute by default), and the lock's grants directory
+// after the last of them.
+const grantsOwner = "owner"
+
 // takesGrants reports whether the node name is that of a contender of
 // kind k that takes grants ("_c_" + version-8 UUID + "-" + k's marker +
 // sequence).
@@ -102,7 +112,7 @@ type grantRoute struct {
 	s    *Session
 	dir  string // <lock>.grants/<key>
 	w    *zkclient.PersistentWatch
-	gone atomic.Bool   // the directory was removed (emptied, then reaped): make it again
+	gone atomic.Bool   // the directory was removed (by someone else): make it again
 	done chan struct{} // closed when run returns
 
 	pumpMu sync.Mutex // one router at a time (see pump)
@@ -123,6 +133,9 @@ func (s *Session) route(ctx context.Context, dir string) (*grantRoute, error) {
 	}
 	gd := dir + grantsSuffix + "/" + s.grantKey()
 	if err := s.makePath(ctx, append(parents(gd), gd), zkclient.Container, nil); err != nil {
+		return nil, err
+	}
+	if err := s.makePath(ctx, []string{gd + "/" + grantsOwner}, zkclient.Ephemeral, nil); err != nil {
 		return nil, err
 	}
 	if r != nil {

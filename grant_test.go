@@ -61,7 +61,9 @@ func (e *env) grantNodes(lock string) []string {
 	var out []string
 	for _, key := range e.children(lock + ".grants") {
 		for _, g := range e.children(lock + ".grants/" + key) {
-			out = append(out, key+"/"+g)
+			if g != "owner" { // the session's own node: see TestGrantDirectoryGoes
+				out = append(out, key+"/"+g)
+			}
 		}
 	}
 	return out
@@ -668,4 +670,57 @@ func TestGrantOwnKindOnly(t *testing.T) {
 	}
 	must(t, writer.Unlock(ctx), "writer: Unlock")
 	e.empty(lock)
+}
+
+// TestGrantDirectoryGoes: a session's grants directory on a lock (a
+// container) holds an ephemeral node of the session's while the session
+// lives, so that once the session has ended the directory is empty after
+// having had a child, which is what ZooKeeper's container check removes;
+// a session that was never granted the lock included. Without that node,
+// such a directory would stay on the server for ever. On the embedded
+// server, whose container check the test can run, the directories are
+// then removed.
+func TestGrantDirectoryGoes(t *testing.T) {
+	for _, embedded := range []bool{false, true} {
+		t.Run(map[bool]string{false: "zookeeper", true: "zkserver"}[embedded], func(t *testing.T) {
+			var e *env
+			var srv *zkserver.Server
+			if embedded {
+				srv = zkserver.RunT(t)
+				e = newEnvOn(t, []string{srv.Addr()})
+			} else {
+				e = newEnv(t)
+			}
+			ctx := ctxTimeout(t, time.Minute)
+			lock := e.path + "/lock"
+			s := e.session()
+			m := zkrecipes.NewMutex(s, lock, zkrecipes.WithGrants())
+			must(t, m.Lock(ctx), "Lock")
+			must(t, m.Unlock(ctx), "Unlock")
+			keys := e.children(lock + ".grants")
+			if len(keys) != 1 {
+				t.Fatalf("grants directories under %s.grants: %v, want one", lock, keys)
+			}
+			dir := lock + ".grants/" + keys[0]
+			_, st, err := e.admin.Get(dir + "/owner")
+			if err != nil || st.EphemeralOwner != s.ID() {
+				t.Fatalf("%s/owner: owner 0x%x, %v; want an ephemeral node of the session (0x%x)", dir, st.EphemeralOwner, err, s.ID())
+			}
+			s.Close()
+			e.waitFor(dir+" emptied by the session's end", func() bool { return len(e.children(dir)) == 0 })
+			_, st, err = e.admin.Get(dir)
+			if err != nil || st.Cversion == 0 {
+				t.Fatalf("%s: cversion %d, %v; want a container that had a child (the server's container check removes only those)", dir, st.Cversion, err)
+			}
+			if srv != nil {
+				srv.CheckContainers() // the grants directory of the session
+				srv.CheckContainers() // then the lock's, and the lock's node
+				for _, p := range []string{dir, lock + ".grants", lock} {
+					if _, ok, err := e.admin.Exists(p); ok || err != nil {
+						t.Errorf("%s still there after the container checks (%v)", p, err)
+					}
+				}
+			}
+		})
+	}
 }
