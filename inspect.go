@@ -31,6 +31,11 @@ type Contender struct {
 	// hand-made node).
 	Layout string
 
+	// Grants tells that the contender takes grants (WithGrants): its
+	// name carries a version-8 UUID, and a holder of its kind that knows
+	// it is next releases to it by grant rather than by a plain delete.
+	Grants bool
+
 	Data    []byte    // the node's data: the contender's id, for zkr and Curator
 	Owner   int64     // the session that owns the node; 0 if it is not ephemeral
 	Created time.Time // when the node was created, by the server's clock
@@ -106,6 +111,7 @@ func Inspect(ctx context.Context, s *Session, path string) (Contenders, error) {
 			Seq:     c.seq,
 			Kind:    kindName(k),
 			Layout:  layoutOf(c.name),
+			Grants:  takesGrants(c.name, k),
 			Data:    data,
 			Owner:   st.EphemeralOwner,
 			Created: time.UnixMilli(st.Ctime),

@@ -187,7 +187,8 @@ func TestInspectForeignNodes(t *testing.T) {
 // TestInspectLayouts: each contender is labelled with the naming it
 // follows: a Mutex's node and a node named as Curator names it are
 // Curator's, one named as kazoo names it is kazoo's, and others (no
-// protected prefix, or a prefix that is not a UUID) are neither.
+// protected prefix, or a prefix that is not a UUID) are neither; only a
+// version-8 UUID (a contender made WithGrants) takes grants.
 func TestInspectLayouts(t *testing.T) {
 	e := newEnv(t)
 	path := e.path + "/lock"
@@ -202,17 +203,23 @@ func TestInspectLayouts(t *testing.T) {
 		"_c_3f1e7a2b6c4d4d0e9c590f8e7cd21b5a-lock-",     // a prefix, not a UUID's text
 		"3f1e7a2b6c4d4d0e9c590f8e7cd21b5a__rlock__",     // kazoo's ReadLock
 		"_c_host-a.example.org-worker-7-process1-lock-", // 36 characters, not a UUID
+		"_c_3d79e131-561e-8abc-9c59-3f1e7a2b6c4d-lock-", // a version-8 UUID: takes grants
 	} {
 		_, err := e.admin.Create(path+"/"+name, nil, zkclient.PersistentSequential, openACL)
 		must(t, err, "create %s", name)
 	}
 	v := inspect(t, ctx, e.session(), path)
 	var got []string
+	var grants []bool
 	for _, en := range v.Entries {
 		got = append(got, en.Layout)
+		grants = append(grants, en.Grants)
 	}
-	if want := []string{"curator", "curator", "kazoo", "", "", "kazoo", ""}; !slices.Equal(got, want) {
+	if want := []string{"curator", "curator", "kazoo", "", "", "kazoo", "", "curator"}; !slices.Equal(got, want) {
 		t.Errorf("layouts %q, want %q", got, want)
+	}
+	if want := []bool{false, false, false, false, false, false, false, true}; !slices.Equal(grants, want) {
+		t.Errorf("takes grants: %v, want %v", grants, want)
 	}
 }
 

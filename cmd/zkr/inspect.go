@@ -31,7 +31,9 @@ Curator's LeaderLatch), in their order: who holds or leads, who waits and for
 whom, each one's id (the node's data), its session, how long ago it queued,
 and the layout of its node's name, which tells which client made it: curator
 ("_c_<uuid>-lock-<seq>" and the like: Curator's, which zkr writes too) or kazoo
-("<id>__lock__<seq>", "<id>__rlock__<seq>").
+("<id>__lock__<seq>", "<id>__rlock__<seq>"); "+grants" marks a zkrecipes
+contender that takes grants (WithGrants: a version-8 UUID), to which a holder of
+its kind hands the lock over in the multi that deletes its own node.
 
 PATH may also be, recognised from its nodes' layout:
   a semaphore (Curator's InterProcessSemaphoreV2): the leases held, each
@@ -73,6 +75,7 @@ type contenderView struct {
 	Seq      int64         `json:"seq"`
 	Kind     string        `json:"kind"`             // mutex, reader, writer, candidate
 	Layout   string        `json:"layout,omitempty"` // curator, kazoo: the naming of the node (zkrecipes.Contender.Layout)
+	Grants   bool          `json:"grants,omitempty"` // it takes grants (zkrecipes.WithGrants)
 	State    string        `json:"state"`            // holds, leads, waits
 	WaitsFor int           `json:"waits_for,omitempty"`
 	ID       string        `json:"id,omitempty"`
@@ -170,6 +173,7 @@ func newInspection(v zkrecipes.Contenders, now time.Time) *inspection {
 			Seq:     int64(e.Seq),
 			Kind:    e.Kind,
 			Layout:  e.Layout,
+			Grants:  e.Grants,
 			ID:      printable(e.Data),
 			Session: fmt.Sprintf("0x%x", e.Owner),
 			Created: e.Created,
@@ -269,6 +273,9 @@ func (in *inspection) print(a *app) {
 			layout := cv.Layout
 			if layout == "" {
 				layout = "-"
+			}
+			if cv.Grants {
+				layout += "+grants"
 			}
 			fmt.Fprintf(tw, "#%d\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\n", cv.Pos, cv.State, cv.Kind, waits, id, cv.Session, cv.Queued, layout, note)
 		}

@@ -299,21 +299,28 @@ func layoutFixture(t *testing.T, path string) {
 }
 
 // TestInspectLayouts: zkr inspect tells the layout of each contender's
-// node name: Curator's (which zkr writes) or kazoo's.
+// node name: Curator's (which zkr writes) or kazoo's, and "+grants" for a
+// contender that takes grants (a version-8 UUID).
 func TestInspectLayouts(t *testing.T) {
 	path := testPath(t, "lock")
 	layoutFixture(t, path)
+	ctx, cancel := context.WithTimeout(context.Background(), zktest.Bound(10*time.Second))
+	defer cancel()
+	if _, err := testSession(t, ctx).Create(ctx, path+"/_c_3d79e131-561e-8abc-9c59-3f1e7a2b6c4d-lock-", []byte("granting"), zkclient.EphemeralSequential, nil); err != nil {
+		t.Fatal(err)
+	}
 	in := inspectJSON(t, path)
 	var got []string
 	for _, cv := range in.Contenders {
-		got = append(got, cv.ID+":"+cv.Layout)
+		got = append(got, fmt.Sprintf("%s:%s:%v", cv.ID, cv.Layout, cv.Grants))
 	}
-	if strings.Join(got, " ") != "zkr:curator kazoo:kazoo" {
-		t.Errorf("inspect --json: layouts %q, want zkr:curator kazoo:kazoo", got)
+	if want := "zkr:curator:false kazoo:kazoo:false granting:curator:true"; strings.Join(got, " ") != want {
+		t.Errorf("inspect --json: layouts %q, want %s", got, want)
 	}
 	r := zkr(t, "inspect", path)
 	lines := strings.Split(r.stdout, "\n")
-	if len(lines) < 4 || strings.Fields(lines[1])[8] != "LAYOUT" || strings.Fields(lines[2])[7] != "curator" || strings.Fields(lines[3])[7] != "kazoo" {
-		t.Errorf("inspect: no LAYOUT column saying curator, then kazoo:\n%s", r.stdout)
+	if len(lines) < 5 || strings.Fields(lines[1])[8] != "LAYOUT" || strings.Fields(lines[2])[7] != "curator" ||
+		strings.Fields(lines[3])[7] != "kazoo" || strings.Fields(lines[4])[7] != "curator+grants" {
+		t.Errorf("inspect: no LAYOUT column saying curator, kazoo, then curator+grants:\n%s", r.stdout)
 	}
 }
