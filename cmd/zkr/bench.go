@@ -49,9 +49,20 @@ again, so HANDOFF is the time from one release to the next holder, comparable
 with the floor's (the loop's also pays each session's next create). A chain
 needs at least two clients; the -requeue workloads cannot run as one.
 
+Before a loop's timed part, each session takes and releases the lock once: its
+first Lock on a new path pays once for the path's parents (and, with grants, its
+grants directory), which later ones reuse.
+
 The table shows acquisitions per second, the time per handoff, the 50th and 99th
-percentile of the wait for the lock, and the requests and watch events per
-acquisition ("n/a" where the recipe cannot be observed).
+percentile of the wait for the lock, the requests and watch events per
+acquisition as the clients counted them ("n/a" where the recipe cannot be
+observed), and the reads and writes per acquisition as the servers counted them
+during the timed part (SRV READS, SRV WRITES: the sum of zk_cnt_readlatency and
+zk_cnt_updatelatency in every server's mntr; "n/a" unless every server answers
+mntr with them, ZooKeeper 3.6 or later with mntr in 4lw.commands.whitelist).
+The servers count every client's requests, so run it where nothing else uses
+them; a chain's counts are of its handoffs alone (each session's queueing comes
+before the timed part).
 
 It runs on the servers of --servers (or $ZKR_SERVERS), which it needs; the
 server must accept as many connections from this host as there are clients
@@ -136,6 +147,11 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 	// Each run is measured in f.rounds slices, interleaved with the other
 	// recipes' at the same number of clients.
 	order := bench.Interleave(recipes, f.rounds)
+	// The servers' request counters, if every one of them reports them.
+	requests := bench.ServerRequests(servers)
+	if _, err := requests(ctx); err != nil {
+		requests = nil
+	}
 	var cases []benchCase
 	for _, n := range ns {
 		acq := f.acquisitions
@@ -143,7 +159,7 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 			acq = max(200, 2*n)
 		}
 		for _, rec := range order {
-			cases = append(cases, benchCase{recipe: rec, clients: n, acquisitions: max(1, acq/f.rounds), chain: f.chain})
+			cases = append(cases, benchCase{recipe: rec, clients: n, acquisitions: max(1, acq/f.rounds), chain: f.chain, requests: requests})
 		}
 	}
 	parts, err := a.measure(ctx, cmd, servers, root, cases)
@@ -161,15 +177,16 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 		return enc.Encode(benchReport{Servers: servers, Runs: results})
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLIENTS\tRECIPE\tACQUISITIONS\tACQ/S\tHANDOFF\tWAIT P50\tWAIT P99\tLISTINGS/ACQ\tREADS/ACQ\tEVENTS/RELEASE")
+	fmt.Fprintln(tw, "CLIENTS\tRECIPE\tACQUISITIONS\tACQ/S\tHANDOFF\tWAIT P50\tWAIT P99\tLISTINGS/ACQ\tREADS/ACQ\tEVENTS/RELEASE\tSRV READS/ACQ\tSRV WRITES/ACQ")
 	for _, r := range results {
 		name := label(r.Recipe)
 		if r.Chain && !strings.HasPrefix(r.Recipe, "floor") {
 			name += " (chain)"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Contenders, name, r.Acquisitions,
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Contenders, name, r.Acquisitions,
 			r.PerSecond, fmtDur(r.Handoff), fmtDur(r.WaitP50), fmtDur(r.WaitP99),
-			fmtPer(r.Listings), fmtPer(r.Reads), fmtPer(r.EventsPerRelease))
+			fmtPer(r.Listings), fmtPer(r.Reads), fmtPer(r.EventsPerRelease),
+			fmtPer(r.ServerReads), fmtPer(r.ServerWrites))
 	}
 	return tw.Flush()
 }

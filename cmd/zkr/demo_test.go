@@ -166,12 +166,21 @@ func TestBench(t *testing.T) {
 		if !run.Chain || run.Acquisitions < 10 || run.Handoff <= 0 || run.EventsPerRelease != 1 {
 			t.Errorf("implausible chain run: %+v", run)
 		}
+		// Rounds of three sessions: three releases per two handoffs,
+		// counted by ZooKeeper (zkserver has no such counters).
+		if shared.Embedded() {
+			if run.ServerWrites != -1 {
+				t.Errorf("%s chain on zkserver: %v server writes per acquisition, want -1 (not counted)", run.Recipe, run.ServerWrites)
+			}
+		} else if run.ServerWrites < 1.5 || run.ServerWrites > 1.6 {
+			t.Errorf("%s chain: the server counted %v writes per acquisition, want 1.5", run.Recipe, run.ServerWrites)
+		}
 	}
 	if want := "zkrecipes/3 floor/3"; strings.Join(got, " ") != want {
 		t.Errorf("chain runs %v, want %s", got, want)
 	}
 	r = zkr(t, "bench", "--clients", "2", "--acquisitions", "10", "--recipes", "zkrecipes")
-	if r.code != 0 || !strings.Contains(r.stdout, "zkrecipes Mutex") {
+	if r.code != 0 || !strings.Contains(r.stdout, "zkrecipes Mutex") || !strings.Contains(r.stdout, "SRV WRITES/ACQ") {
 		t.Errorf("bench table: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }

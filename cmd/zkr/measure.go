@@ -24,6 +24,9 @@ type benchCase struct {
 	// around, if set, is started with the run and stopped after it (the
 	// demo's bystander).
 	around func(ctx context.Context) (stop func())
+	// requests, if set, reads the servers' request counters (see
+	// bench.Config.Requests).
+	requests func(context.Context) (bench.Requests, error)
 }
 
 // measure runs the cases one after the other on servers, each on a path of
@@ -50,6 +53,7 @@ func (a *app) measure(ctx context.Context, cmd *cobra.Command, servers []string,
 			Acquisitions: c.acquisitions,
 			Progress:     p.step,
 			Chain:        c.chain,
+			Requests:     c.requests,
 		})
 		stopAround()
 		cause := context.Cause(rctx)

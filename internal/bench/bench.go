@@ -31,6 +31,11 @@ type Config struct {
 	// advance, each unlocking as soon as it holds, none queueing again.
 	Chain    bool
 	Progress func(done int) // called after each acquisition, if set
+	// Requests, if set, reads the servers' own request counters (see
+	// [ServerRequests]); the run reads them just before and after what it
+	// times and reports the difference in Result.ServerReads and
+	// ServerWrites.
+	Requests func(context.Context) (Requests, error)
 }
 
 // Result is what one run measured.
@@ -51,6 +56,12 @@ type Result struct {
 	// Watch events delivered per release that had a waiter.
 	EventsPerRelease   float64 `json:"watch_events_per_release"`
 	ListingsPerRelease float64 `json:"listings_per_release"`
+	// The requests the servers answered during the timed part, by their
+	// own count (Config.Requests), per acquisition; -1 when not counted.
+	// They include the requests of anything else using the servers then,
+	// and the sessions' pings.
+	ServerReads  float64 `json:"server_reads_per_acquisition"`
+	ServerWrites float64 `json:"server_writes_per_acquisition"`
 
 	waits []time.Duration // each acquisition's wait, for Merge
 }
@@ -153,7 +164,15 @@ func openFleet(ctx context.Context, c contender, cfg Config) (*fleet, error) {
 	return f, nil
 }
 
-// counted sums what the clients counted since the fleet was opened.
+// rebase makes counted count from now.
+func (f *fleet) rebase() {
+	for i, cl := range f.clients {
+		f.before[i] = cl.counts()
+	}
+}
+
+// counted sums what the clients counted since the fleet was opened, or
+// since rebase.
 func (f *fleet) counted() counts {
 	var sum counts
 	for i, cl := range f.clients {
@@ -172,7 +191,12 @@ func (f *fleet) close() {
 }
 
 // runLoop has every contender lock and unlock in a loop until the run's
-// acquisitions are used up.
+// acquisitions are used up. Before the timed loop, each contender takes and
+// releases the lock once, one after the other: the first Lock of a session
+// on a new path pays once for what later ones reuse (the path's parents,
+// with grants the session's grants directory and its watch), which would
+// otherwise weigh on a short run with many contenders, and on some
+// workloads more than others.
 func runLoop(ctx context.Context, recipe string, c contender, cfg Config) (Result, error) {
 	f, err := openFleet(ctx, c, cfg)
 	if err != nil {
@@ -180,6 +204,18 @@ func runLoop(ctx context.Context, recipe string, c contender, cfg Config) (Resul
 	}
 	defer f.close()
 	clients := f.clients
+	for _, cl := range clients {
+		if err := cl.lock(ctx); err != nil {
+			return Result{}, fmt.Errorf("%s: first lock: %w", recipe, err)
+		}
+		if err := cl.unlock(ctx); err != nil {
+			return Result{}, fmt.Errorf("%s: first unlock: %w", recipe, err)
+		}
+		if err := cl.finish(ctx); err != nil {
+			return Result{}, fmt.Errorf("%s: first release: %w", recipe, err)
+		}
+	}
+	f.rebase()
 
 	var (
 		budget   atomic.Int64
@@ -200,6 +236,8 @@ func runLoop(ctx context.Context, recipe string, c contender, cfg Config) (Resul
 		mu.Unlock()
 		cancel()
 	}
+	m := newMeter(cfg)
+	m.start(ctx)
 	start := time.Now()
 	for _, cl := range clients {
 		wg.Add(1)
@@ -234,6 +272,7 @@ func runLoop(ctx context.Context, recipe string, c contender, cfg Config) (Resul
 	if firstErr != nil {
 		return Result{}, firstErr
 	}
+	m.stop(ctx)
 	sum := f.counted()
 	n := float64(cfg.Acquisitions)
 	// Every release but the last of the run had someone waiting, when
@@ -255,6 +294,7 @@ func runLoop(ctx context.Context, recipe string, c contender, cfg Config) (Resul
 		EventsPerRelease:   perOrUnknown(sum.events, releases),
 		ListingsPerRelease: perOrUnknown(sum.listings, releases),
 	}
+	r.ServerReads, r.ServerWrites = m.per(n)
 	r.waits = waits
 	r.WaitP50, r.WaitP99 = percentile(waits, 0.50), percentile(waits, 0.99)
 	return r, nil
@@ -306,6 +346,8 @@ func Merge(runs ...Result) Result {
 	m.Events = avg(func(r Result) float64 { return r.Events })
 	m.EventsPerRelease = avg(func(r Result) float64 { return r.EventsPerRelease })
 	m.ListingsPerRelease = avg(func(r Result) float64 { return r.ListingsPerRelease })
+	m.ServerReads = avg(func(r Result) float64 { return r.ServerReads })
+	m.ServerWrites = avg(func(r Result) float64 { return r.ServerWrites })
 	m.PerSecond = n / m.Elapsed.Seconds()
 	m.Handoff = m.Elapsed / time.Duration(m.Acquisitions)
 	m.WaitP50, m.WaitP99 = percentile(m.waits, 0.50), percentile(m.waits, 0.99)

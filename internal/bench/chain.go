@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path"
 	"sync"
 	"time"
 
@@ -27,9 +28,10 @@ func runChain(ctx context.Context, recipe string, c contender, cfg Config) (Resu
 	clients := f.clients
 	var elapsed time.Duration
 	done := 0
+	m := newMeter(cfg)
 	for done < cfg.Acquisitions {
 		n := min(cfg.Contenders, cfg.Acquisitions-done+1)
-		d, err := chainRound(ctx, cfg, clients[:n])
+		d, err := chainRound(ctx, cfg, m, clients[:n])
 		if err != nil {
 			return Result{}, fmt.Errorf("bench: %s chain: %w", recipe, err)
 		}
@@ -43,7 +45,7 @@ func runChain(ctx context.Context, recipe string, c contender, cfg Config) (Resu
 	// Every acquisition after the first of a round is a handoff; the
 	// counts include the untimed first one of each round.
 	acq := float64(done)
-	return Result{
+	r := Result{
 		Recipe:             recipe,
 		Chain:              true,
 		Contenders:         cfg.Contenders,
@@ -56,15 +58,17 @@ func runChain(ctx context.Context, recipe string, c contender, cfg Config) (Resu
 		Events:             perOrUnknown(sum.events, acq),
 		EventsPerRelease:   perOrUnknown(sum.events, acq),
 		ListingsPerRelease: perOrUnknown(sum.listings, acq),
-	}, nil
+	}
+	r.ServerReads, r.ServerWrites = m.per(acq)
+	return r, nil
 }
 
 // chainRound queues every client behind the first, waits until all of them
-// watch, then times the handoffs down the chain.
-func chainRound(ctx context.Context, cfg Config, clients []client) (time.Duration, error) {
+// watch their predecessors, then times the handoffs down the chain, with m
+// counting the servers' requests over the same part.
+func chainRound(ctx context.Context, cfg Config, m *meter, clients []client) (time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	base, werr := watches(ctx, cfg.Servers)
 	if err := clients[0].lock(ctx); err != nil {
 		return 0, err
 	}
@@ -92,18 +96,22 @@ func chainRound(ctx context.Context, cfg Config, clients []client) (time.Duratio
 	for range clients[1:] {
 		<-queued
 	}
-	// All waiters watch once the server holds one more watch per waiter;
-	// without the four-letter word, give them a moment.
-	for werr == nil {
-		n, err := watches(ctx, cfg.Servers)
-		if err != nil || n >= base+len(clients)-1 {
+	// All waiters watch once every node but the last one queued is
+	// watched: each waiter watches the one before its own (a holder that
+	// watches its own node adds none: the first waiter watches it too).
+	// Without the four-letter word, give them a moment.
+	for {
+		n, err := watched(ctx, cfg.Servers, cfg.Path)
+		if err != nil {
+			time.Sleep(500 * time.Millisecond)
+			break
+		}
+		if n >= len(clients)-1 {
 			break
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if werr != nil {
-		time.Sleep(500 * time.Millisecond)
-	}
+	m.start(ctx)
 	start := time.Now()
 	if err := clients[0].unlock(ctx); err != nil {
 		cancel()
@@ -112,6 +120,7 @@ func chainRound(ctx context.Context, cfg Config, clients []client) (time.Duratio
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	m.stop(ctx)
 	close(errs)
 	if err := <-errs; err != nil {
 		return 0, err
@@ -119,18 +128,24 @@ func chainRound(ctx context.Context, cfg Config, clients []client) (time.Duratio
 	return elapsed, nil
 }
 
-// watches is the number of watches all the servers hold, if they answer
-// the four-letter word "wchs".
-func watches(ctx context.Context, servers []string) (int, error) {
+// watched is the number of nodes in dir that a session watches (a data
+// watch: getData or exists), on any of the servers, if they all answer
+// the four-letter word "wchp". Other watches do not count: a session's
+// persistent watches (grants) and child watches, and watches outside dir.
+func watched(ctx context.Context, servers []string, dir string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	total := 0
+	paths := map[string]bool{}
 	for _, addr := range servers {
-		w, err := zkadmin.Wchs(ctx, addr)
+		m, err := zkadmin.Wchp(ctx, addr)
 		if err != nil {
 			return 0, err
 		}
-		total += w.Watches
+		for p, sessions := range m {
+			if len(sessions) > 0 && path.Dir(p) == dir {
+				paths[p] = true
+			}
+		}
 	}
-	return total, nil
+	return len(paths), nil
 }

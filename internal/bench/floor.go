@@ -146,8 +146,10 @@ func runFloor(ctx context.Context, recipe string, cfg Config, dial func(context.
 	}
 	var elapsed time.Duration
 	done := 0
+	m := newMeter(cfg)
 	if cfg.Contenders == 1 {
 		c := clients[0]
+		m.start(ctx)
 		start := time.Now()
 		for done < cfg.Acquisitions {
 			p, err := c.create(ctx, cfg.Path, listing)
@@ -163,6 +165,7 @@ func runFloor(ctx context.Context, recipe string, cfg Config, dial func(context.
 			}
 		}
 		elapsed = time.Since(start)
+		m.stop(ctx)
 	}
 	for done < cfg.Acquisitions {
 		n := min(cfg.Contenders, cfg.Acquisitions-done+1)
@@ -184,6 +187,7 @@ func runFloor(ctx context.Context, recipe string, cfg Config, dial func(context.
 		}
 		var wg sync.WaitGroup
 		errs := make(chan error, n)
+		m.start(ctx)
 		start := time.Now()
 		for i := 1; i < n; i++ {
 			wg.Add(1)
@@ -213,6 +217,7 @@ func runFloor(ctx context.Context, recipe string, cfg Config, dial func(context.
 		}
 		wg.Wait()
 		elapsed += time.Since(start)
+		m.stop(ctx)
 		close(errs)
 		if err := <-errs; err != nil {
 			return fail(err)
@@ -231,7 +236,7 @@ func runFloor(ctx context.Context, recipe string, cfg Config, dial func(context.
 		lists = 1
 	}
 	n := float64(done)
-	return Result{
+	r := Result{
 		Recipe:             recipe,
 		Chain:              cfg.Contenders > 1,
 		Contenders:         cfg.Contenders,
@@ -244,5 +249,7 @@ func runFloor(ctx context.Context, recipe string, cfg Config, dial func(context.
 		Events:             float64(events) / n,
 		EventsPerRelease:   float64(events) / n,
 		ListingsPerRelease: lists,
-	}, nil
+	}
+	r.ServerReads, r.ServerWrites = m.per(n)
+	return r, nil
 }

@@ -115,8 +115,9 @@ func BenchmarkHandoffChain(b *testing.B) {
 // BenchmarkGrant measures the handoff by grant (zkrecipes.WithGrants)
 // beside the Mutex without it, on loopback and through the fault proxy
 // with a delay each way (zktest.Proxy.Delay: every byte of the link late
-// by that much, as between hosts), at 10 and 100 sessions: the chain with
-// both floors, and the contended loop with go-zookeeper/zk's Lock.
+// by that much, as between hosts), at 10 and 100 sessions (and 500 on
+// loopback): the chain with both floors, and the contended loop with
+// go-zookeeper/zk's Lock.
 // vs-listing is the grant's throughput over the Mutex's without it;
 // vs-floor the floor's over the grant's (the chain); vs-go-zookeeper the
 // grant's over go-zookeeper/zk's (the loop). The proxy's delay line runs
@@ -137,7 +138,11 @@ func BenchmarkGrant(b *testing.B) {
 			p.Delay(delay)
 			servers, link = []string{p.Addr()}, fmt.Sprintf("delay=%v", delay)
 		}
-		for _, n := range []int{10, 100} {
+		ns := []int{10, 100}
+		if delay < 0 {
+			ns = append(ns, 500)
+		}
+		for _, n := range ns {
 			b.Run(fmt.Sprintf("%s/chain/contenders=%d", link, n), func(b *testing.B) {
 				total := compareOn(b, servers, n, true, "zkrecipes-grant", "zkrecipes", "floor", "floor+listing")
 				if total != nil {
@@ -236,8 +241,12 @@ func BenchmarkReads(b *testing.B) {
 }
 
 // compare runs the recipes in interleaved rounds and reports, for each, its
-// acquisitions per second (and time per acquisition, uncontended), plus the
-// first recipe's requests and events per acquisition. It returns each
+// acquisitions per second (and time per acquisition, uncontended) and the
+// reads and writes the server counted per acquisition (srv-reads/acq and
+// srv-writes/acq, from its mntr: see bench.ServerRequests; a chain's
+// counts are of its timed part, its handoffs, and so leave out each
+// waiter's create and first listing), plus the first recipe's requests
+// and events per acquisition as its client counted them. It returns each
 // recipe's merged result, for the caller's ratios, or nil on the testing
 // package's probe run.
 func compare(b *testing.B, contenders int, chain bool, recipes ...string) map[string]bench.Result {
@@ -265,12 +274,18 @@ func compareOn(b *testing.B, servers []string, contenders int, chain bool, recip
 			b.Fatal(err)
 		}
 	}
+	// A round of the loop gives every session a few turns: with one each,
+	// it would measure a burst of first arrivals, not the loop.
 	per := max(b.N/rounds, contenders)
+	if !chain {
+		per = max(per, 4*contenders)
+	}
 	var runs []bench.Result
 	for _, recipe := range bench.Interleave(recipes, rounds) {
 		path := fmt.Sprintf("/bench/%s-%d-%d", recipe, contenders, time.Now().UnixNano())
 		res, err := run(ctx, recipe, bench.Config{
 			Servers: servers, Path: path, Contenders: contenders, Acquisitions: per, Chain: chain,
+			Requests: bench.ServerRequests(shared.Addrs()),
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -301,6 +316,10 @@ func compareOn(b *testing.B, servers []string, contenders int, chain bool, recip
 			b.ReportMetric(float64(t.Elapsed.Microseconds())/float64(t.Acquisitions), name+"-µs")
 		} else {
 			b.ReportMetric(t.PerSecond, name+"-acq/s")
+		}
+		if t.ServerReads >= 0 {
+			b.ReportMetric(t.ServerReads, name+"-srv-reads/acq")
+			b.ReportMetric(t.ServerWrites, name+"-srv-writes/acq")
 		}
 	}
 	b.ReportMetric(first.Listings, "listings/acq")

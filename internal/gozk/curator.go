@@ -133,6 +133,8 @@ func (c *Curator) Run(ctx context.Context, recipe string, cfg bench.Config) (ben
 		Events:             -1,
 		EventsPerRelease:   -1,
 		ListingsPerRelease: -1,
+		ServerReads:        -1, // the JVM's session set-up would be counted
+		ServerWrites:       -1,
 	}, nil
 }
 
