@@ -33,16 +33,20 @@ func WithNodeData(data []byte) LockOption {
 // next holder's listing: one round trip less on the critical path, and one
 // listing of the line per run of up to nine handoffs instead of one per
 // handoff. It pays where a round trip is long against the server's work
-// (hosts apart): through a delayed link, a chain of handoffs ran about 1.5
-// times as fast, the contended loop 1.4 to 1.8 times; on loopback it is
-// about even (docs/benchmarks.md).
+// (hosts apart): through a delayed link, a chain of handoffs ran 1.5 to 1.7
+// times as fast and the contended loop 1.5 to 1.8 times; on loopback,
+// about even with 10 contenders and up to 1.36 times as fast with 100 and
+// 500 (docs/benchmarks.md).
 //
 // Costs: grants live beside the lock, under its path with ".grants"
-// appended, in one container node per session that locks there (removed
-// by the server once empty); each such session keeps one recursive watch
-// (ZooKeeper 3.6 or later) and one goroutine per lock path it has locked
-// with grants, for as long as it lives. Use it for a few long-lived locks
-// taken over and over, not for a lock per entity.
+// appended, in one container node per session that locks there, which
+// holds an ephemeral node of that session's: the first Lock on a path
+// makes them (two writes, three with the ".grants" node), and the server
+// removes the container at its next container check after the session has
+// ended. Each such session keeps one recursive watch (ZooKeeper 3.6 or
+// later) and one goroutine per lock path it has locked with grants, for
+// as long as it lives. Use it for a few long-lived locks taken over and
+// over, not for a lock per entity.
 //
 // Only contenders made WithGrants, of the holder's own kind, are granted:
 // others on the same path (Curator's, kazoo's, a Mutex without it, an
