@@ -21,7 +21,8 @@ import (
 //
 // A lock's grants live beside it, under the lock's path with ".grants"
 // appended: one directory per session, <lock>.grants/<session key> (a
-// container: the server removes it once it is empty), which the session
+// container holding an ephemeral node of the session's, so that the
+// server removes it after the session has ended), which the session
 // watches with one recursive watch (its grant route), set up on its first
 // Lock there. The session key is 48 random bits, and the session's
 // contenders carry it in the first 12 hex digits of their node's UUID, so
@@ -122,20 +123,20 @@ type grantRoute struct {
 }
 
 // route returns the session's grant route for the lock at dir, making its
-// directory and setting its watch the first time (and the directory again
-// after the server removed it).
+// directory (see makeGrantsDir) and setting its watch the first time, and
+// the directory again if someone else removed it.
 func (s *Session) route(ctx context.Context, dir string) (*grantRoute, error) {
 	s.grMu.Lock()
 	r := s.routes[dir]
 	s.grMu.Unlock()
+	if r != nil {
+		r.pump() // a removal of the directory already told is seen
+	}
 	if r != nil && !r.gone.Load() {
 		return r, nil
 	}
 	gd := dir + grantsSuffix + "/" + s.grantKey()
-	if err := s.makePath(ctx, append(parents(gd), gd), zkclient.Container, nil); err != nil {
-		return nil, err
-	}
-	if err := s.makePath(ctx, []string{gd + "/" + grantsOwner}, zkclient.Ephemeral, nil); err != nil {
+	if err := s.makeGrantsDir(ctx, gd); err != nil {
 		return nil, err
 	}
 	if r != nil {
@@ -163,6 +164,37 @@ func (s *Session) route(ctx context.Context, dir string) (*grantRoute, error) {
 	s.grMu.Unlock()
 	go r.run()
 	return r, nil
+}
+
+// makeGrantsDir makes the session's grants directory gd and its owner
+// node (see grantsOwner) in one multi, so that the directory is never left
+// without the child that lets the server remove it: one write when the
+// lock's grants directory exists. When it does not, gd's missing parents
+// are made first (containers, one write each, the existing ones too) and
+// the multi is sent again. When gd exists already (made by an earlier
+// call, or by this multi with its answer lost) or the connection was
+// lost, the owner node is made alone, waiting out a connection loss; it
+// fails if gd is missing, and makes nothing.
+func (s *Session) makeGrantsDir(ctx context.Context, gd string) error {
+	owner := gd + "/" + grantsOwner
+	multi := func() ([]zkclient.OpResult, error) {
+		s.stats.creates.Add(2)
+		return s.c.Multi(ctx, s.c.CreateOp(gd, nil, zkclient.Container, s.acl), s.c.CreateOp(owner, nil, zkclient.Ephemeral, s.acl))
+	}
+	res, err := multi()
+	if err != nil && len(res) == 2 && errors.Is(res[0].Err, zkclient.ErrNoNode) {
+		if err := s.makePath(ctx, parents(gd), zkclient.Container, nil); err != nil {
+			return err
+		}
+		res, err = multi()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case len(res) == 2 && errors.Is(res[0].Err, zkclient.ErrNodeExists), errors.Is(err, zkclient.ErrConnectionLoss):
+		return s.makePath(ctx, []string{owner}, zkclient.Ephemeral, nil)
+	}
+	return errorf("create %s: %w", gd, err)
 }
 
 // grantEvents returns how many events the session's grant routes have

@@ -677,9 +677,10 @@ func TestGrantOwnKindOnly(t *testing.T) {
 // lives, so that once the session has ended the directory is empty after
 // having had a child, which is what ZooKeeper's container check removes;
 // a session that was never granted the lock included. Without that node,
-// such a directory would stay on the server for ever. On the embedded
-// server, whose container check the test can run, the directories are
-// then removed.
+// such a directory would stay on the server for ever. A directory someone
+// else removed is made again, with its node, by the next Lock. On the
+// embedded server, whose container check the test can run, the
+// directories are then removed.
 func TestGrantDirectoryGoes(t *testing.T) {
 	for _, embedded := range []bool{false, true} {
 		t.Run(map[bool]string{false: "zookeeper", true: "zkserver"}[embedded], func(t *testing.T) {
@@ -702,16 +703,33 @@ func TestGrantDirectoryGoes(t *testing.T) {
 				t.Fatalf("grants directories under %s.grants: %v, want one", lock, keys)
 			}
 			dir := lock + ".grants/" + keys[0]
-			_, st, err := e.admin.Get(dir + "/owner")
-			if err != nil || st.EphemeralOwner != s.ID() {
-				t.Fatalf("%s/owner: owner 0x%x, %v; want an ephemeral node of the session (0x%x)", dir, st.EphemeralOwner, err, s.ID())
+			owned := func() {
+				t.Helper()
+				_, st, err := e.admin.Get(dir + "/owner")
+				if err != nil || st.EphemeralOwner != s.ID() {
+					t.Fatalf("%s/owner: owner 0x%x, %v; want an ephemeral node of the session (0x%x)", dir, st.EphemeralOwner, err, s.ID())
+				}
+			}
+			owned()
+			// Removed by someone else, the directory is made again, with
+			// its owner node, by the next Lock: once the session has seen
+			// the two deletions.
+			events := s.Stats().GrantEvents
+			must(t, e.admin.Delete(dir+"/owner", -1), "delete owner")
+			must(t, e.admin.Delete(dir, -1), "delete %s", dir)
+			e.waitFor("the two deletions seen", func() bool { return s.Stats().GrantEvents >= events+2 })
+			must(t, m.Lock(ctx), "Lock again")
+			must(t, m.Unlock(ctx), "Unlock again")
+			owned()
+			// The server's container check removes only containers that
+			// had a child; this one has one.
+			if _, st, err := e.admin.Get(dir); err != nil || st.Cversion == 0 {
+				t.Fatalf("%s: cversion %d, %v; want a container that had a child", dir, st.Cversion, err)
 			}
 			s.Close()
+			// Emptied by the session's end (or already removed by the
+			// server's container check).
 			e.waitFor(dir+" emptied by the session's end", func() bool { return len(e.children(dir)) == 0 })
-			_, st, err = e.admin.Get(dir)
-			if err != nil || st.Cversion == 0 {
-				t.Fatalf("%s: cversion %d, %v; want a container that had a child (the server's container check removes only those)", dir, st.Cversion, err)
-			}
 			if srv != nil {
 				srv.CheckContainers() // the grants directory of the session
 				srv.CheckContainers() // then the lock's, and the lock's node

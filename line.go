@@ -282,11 +282,15 @@ func (t *ticket) requeue(ctx context.Context, data []byte) (_ *ticket, err error
 	switch {
 	case errors.Is(err, ErrConnectionLoss):
 		n.first = nil
-		if err := s.awaitUp(ctx); err != nil {
-			return nil, err
+		found, ferr := "", s.awaitUp(ctx)
+		if ferr == nil {
+			found, ferr = n.find(ctx)
 		}
-		found, ferr := n.find(ctx)
 		if ferr != nil {
+			// ctx (or the session) ended before it was known whether
+			// the multi was applied: the new node, if it was made,
+			// leaves in the background (the caller sees to the old).
+			s.removeLater(n.remove)
 			return nil, ferr
 		}
 		if found == "" {
@@ -295,6 +299,8 @@ func (t *ticket) requeue(ctx context.Context, data []byte) (_ *ticket, err error
 		n.name = found
 		return n, nil
 	case err != nil:
+		// No answer within the session timeout: applied or not, unknown.
+		s.removeLater(n.remove)
 		return nil, err
 	}
 	for _, r := range res {

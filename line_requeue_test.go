@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zkserver"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // Requeue hands the lock to the next in line and queues at the back, in one
@@ -144,5 +146,53 @@ func TestMutexRequeueCancelled(t *testing.T) {
 				t.Errorf("a: Unlock after a failed Requeue = %v, want ErrNotHeld", err)
 			}
 		})
+	}
+}
+
+// TestMutexRequeueAnswerLost: a Requeue whose multi's answer is lost with
+// the connection, and whose context ends before the session is connected
+// again, leaves the line all the same: the new node if the multi was
+// applied, the old one if it was not (in the background, once the session
+// is connected again). The contender queued behind it holds, and nothing
+// of the Requeue's is left.
+func TestMutexRequeueAnswerLost(t *testing.T) {
+	for _, applied := range []bool{true, false} {
+		for _, grants := range []bool{false, true} {
+			t.Run(fmt.Sprintf("applied=%v/grants=%v", applied, grants), func(t *testing.T) {
+				e := newEnv(t)
+				p := e.proxy()
+				ctx := ctxTimeout(t, time.Minute)
+				lock := e.path + "/lock"
+				var opts []zkrecipes.LockOption
+				if grants {
+					opts = append(opts, zkrecipes.WithGrants())
+				}
+				a := zkrecipes.NewMutex(e.sessionOn([]string{p.Addr()}, zkrecipes.WithClientOptions(zkclient.WithSessionTimeout(zktest.Bound(20*time.Second)))), lock, opts...)
+				b := zkrecipes.NewMutex(e.session(), lock, opts...)
+				must(t, a.Lock(ctx), "a: Lock")
+				got := async(func() error { return b.Lock(ctx) })
+				e.waitFor("b to queue", func() bool { return len(e.children(lock)) == 2 })
+				p.Refuse(true)
+				p.CutOnRequest(14, applied) // the multi
+				rctx, cancel := context.WithCancel(ctx)
+				done := async(func() error { return a.Requeue(rctx) })
+				closed(t, p.Tripped(), "the cut on Requeue's multi")
+				cancel()
+				if err := result(t, done, "a: Requeue"); !errors.Is(err, context.Canceled) {
+					t.Errorf("Requeue = %v, want context.Canceled", err)
+				}
+				p.Refuse(false)
+				must(t, result(t, got, "b: Lock"), "b: Lock")
+				if kids := e.children(lock); len(kids) != 1 {
+					// Only b's, once a's session is back.
+					e.waitFor("a's nodes gone", func() bool { return len(e.children(lock)) == 1 })
+				}
+				must(t, b.Unlock(ctx), "b: Unlock")
+				e.empty(lock)
+				if err := a.Unlock(ctx); !errors.Is(err, zkrecipes.ErrNotHeld) {
+					t.Errorf("a: Unlock after a failed Requeue = %v, want ErrNotHeld", err)
+				}
+			})
+		}
 	}
 }

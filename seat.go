@@ -31,19 +31,20 @@ func WithNodeData(data []byte) LockOption {
 // reading the line. A handoff then costs the holder's multi and one
 // event, where otherwise it costs the holder's delete, one event and the
 // next holder's listing: one round trip less on the critical path, and one
-// listing of the line per run of up to nine handoffs instead of one per
-// handoff. It pays where a round trip is long against the server's work
-// (hosts apart): through a delayed link, a chain of handoffs ran 1.5 to 1.7
-// times as fast and the contended loop 1.5 to 1.8 times; on loopback,
-// about even with 10 contenders and up to 1.36 times as fast with 100 and
-// 500 (docs/benchmarks.md).
+// listing of the line per ten handoffs instead of one per handoff (a
+// holder that listed grants on to up to nine in turn). It pays where a
+// round trip is long against the server's work (hosts apart): through a
+// delayed link, a chain of handoffs ran 1.5 to 1.7 times as fast and the
+// contended loop 1.5 to 1.8 times; on loopback, about even with 10
+// contenders and up to 1.36 times as fast with 100 and 500
+// (docs/benchmarks.md).
 //
 // Costs: grants live beside the lock, under its path with ".grants"
 // appended, in one container node per session that locks there, which
-// holds an ephemeral node of that session's: the first Lock on a path
-// makes them (two writes, three with the ".grants" node), and the server
-// removes the container at its next container check after the session has
-// ended. Each such session keeps one recursive watch (ZooKeeper 3.6 or
+// holds an ephemeral node of that session's: a session's first Lock on a
+// path makes both in one multi (the first session there also makes the
+// ".grants" node, one write per node of its path), and the server removes
+// the container at its next container check after the session has ended. Each such session keeps one recursive watch (ZooKeeper 3.6 or
 // later) and one goroutine per lock path it has locked with grants, for
 // as long as it lives. Use it for a few long-lived locks taken over and
 // over, not for a lock per entity.
@@ -179,12 +180,18 @@ func (st *seat) requeue(ctx context.Context, op string) error {
 	n, err := t.requeue(ctx, st.data)
 	h.settle(err == nil)
 	released := err
-	if errors.Is(err, ErrConnectionLoss) {
+	switch {
+	case errors.Is(err, ErrConnectionLoss):
 		// Not applied: release the old node and queue anew, in two writes.
 		released = t.release(ctx)
 		if err = released; err == nil {
 			n, err = st.q.enter(ctx, t.kind, st.data)
 		}
+	case err != nil:
+		// The multi failed, or whether it was applied is not known: the
+		// old node leaves too, if it is still there, in the background
+		// (its session may not be connected, and ctx may have ended).
+		st.q.s.removeLater(t.remove)
 	}
 	h.released(held, released)
 	st.mu.Lock()

@@ -110,9 +110,10 @@ type PersistentWatch struct {
 }
 
 // Queued returns how many change events the watch has queued so far, read
-// or not (its EventNotWatching aside). An event is queued before the
-// answer to any request the server sent after it, so a count taken after
-// a request's answer includes every event that change caused.
+// or not (its EventNotWatching aside); each one counted can be had from
+// Next. An event is queued before the answer to any request the server
+// sent after it, so a count taken after a request's answer includes every
+// event that change caused.
 func (w *PersistentWatch) Queued() int64 { return w.queued.Load() }
 
 // Next returns the next event, waiting while ctx allows. When the watch
@@ -339,16 +340,16 @@ func (t *watchTable) dispatch(c *Client, ev jute.WatcherEvent) {
 		fire(kindChild)
 	}
 	for _, w := range t.pers[watchKey{ev.Path, kindPersistent}] {
-		w.queued.Add(1)
 		w.s.Push(e)
+		w.queued.Add(1) // after: an event counted can be had from Next
 	}
 	if t.recursive == 0 || typ == EventNodeChildrenChanged {
 		return
 	}
 	for p := ev.Path; ; {
 		for _, w := range t.pers[watchKey{p, kindRecursive}] {
-			w.queued.Add(1)
 			w.s.Push(e)
+			w.queued.Add(1)
 		}
 		if p == "/" {
 			return

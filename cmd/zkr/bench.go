@@ -61,8 +61,8 @@ during the timed part (SRV READS, SRV WRITES: the sum of zk_cnt_readlatency and
 zk_cnt_updatelatency in every server's mntr; "n/a" unless every server answers
 mntr with them, ZooKeeper 3.6 or later with mntr in 4lw.commands.whitelist).
 The servers count every client's requests, so run it where nothing else uses
-them; a chain's counts are of its handoffs alone (each session's queueing comes
-before the timed part).
+them; a chain's counts are of its timed part: a round of n sessions makes n
+releases and n-1 handoffs, and each session's queueing comes before.
 
 It runs on the servers of --servers (or $ZKR_SERVERS), which it needs; the
 server must accept as many connections from this host as there are clients

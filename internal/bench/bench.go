@@ -136,6 +136,7 @@ type client interface {
 	unlock(ctx context.Context) error
 	finish(ctx context.Context) error
 	counts() counts
+	sessionID() int64
 	close()
 }
 

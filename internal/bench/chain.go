@@ -96,18 +96,22 @@ func chainRound(ctx context.Context, cfg Config, m *meter, clients []client) (ti
 	for range clients[1:] {
 		<-queued
 	}
-	// All waiters watch once every node but the last one queued is
-	// watched: each waiter watches the one before its own (a holder that
-	// watches its own node adds none: the first waiter watches it too).
-	// Without the four-letter word, give them a moment.
-	for {
-		n, err := watched(ctx, cfg.Servers, cfg.Path)
+	// All waiters watch once each watches a node in the lock's directory
+	// (the one before its own); the holder may watch its own node too,
+	// and does not count. Without the four-letter word, give them a
+	// moment.
+	holder := clients[0].sessionID()
+	for deadline := time.Now().Add(cfg.Timeout); ; {
+		n, err := watching(ctx, cfg.Servers, cfg.Path, holder)
 		if err != nil {
 			time.Sleep(500 * time.Millisecond)
 			break
 		}
 		if n >= len(clients)-1 {
 			break
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%d of %d waiters watch a node of %s after %v", n, len(clients)-1, cfg.Path, cfg.Timeout)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -128,24 +132,29 @@ func chainRound(ctx context.Context, cfg Config, m *meter, clients []client) (ti
 	return elapsed, nil
 }
 
-// watched is the number of nodes in dir that a session watches (a data
-// watch: getData or exists), on any of the servers, if they all answer
-// the four-letter word "wchp". Other watches do not count: a session's
-// persistent watches (grants) and child watches, and watches outside dir.
-func watched(ctx context.Context, servers []string, dir string) (int, error) {
+// watching is the number of data watches (getData, exists) that sessions
+// other than holder have on nodes directly in dir, on all the servers, if
+// they all answer the four-letter word "wchp", which lists data watches by
+// path (a session's persistent watch for grants is on another path).
+func watching(ctx context.Context, servers []string, dir string, holder int64) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	paths := map[string]bool{}
+	n := 0
 	for _, addr := range servers {
 		m, err := zkadmin.Wchp(ctx, addr)
 		if err != nil {
 			return 0, err
 		}
 		for p, sessions := range m {
-			if len(sessions) > 0 && path.Dir(p) == dir {
-				paths[p] = true
+			if path.Dir(p) != dir {
+				continue
+			}
+			for _, id := range sessions {
+				if id != holder {
+					n++
+				}
 			}
 		}
 	}
-	return len(paths), nil
+	return n, nil
 }

@@ -12,11 +12,15 @@ import (
 
 // A chain waits until every waiter's watch is on a server; the waiters'
 // sessions are spread over all the servers, so all of them are counted,
-// and only data watches on nodes in the lock's directory count.
-func TestWatchedCountsEveryServer(t *testing.T) {
+// only data watches on nodes in the lock's directory count, and the
+// holder's do not.
+func TestWatchingCountsEveryServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var addrs []string
+	var (
+		addrs []string
+		ids   []int64
+	)
 	for i := range 2 {
 		srv := zkserver.RunT(t)
 		addrs = append(addrs, srv.Addr())
@@ -25,6 +29,7 @@ func TestWatchedCountsEveryServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
+		ids = append(ids, c.SessionID())
 		n := fmt.Sprintf("/lock/n%d", i)
 		for _, p := range []string{"/lock", n, n + "/m", "/lockx"} {
 			if _, err := c.Create(ctx, p, nil, zkclient.Persistent, zkcACL); err != nil {
@@ -41,11 +46,16 @@ func TestWatchedCountsEveryServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n, err := watched(ctx, addrs, "/lock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != 2 {
-		t.Errorf("nodes watched in /lock on %v = %d, want 2 (/lock/n0 on one server, /lock/n1 on the other)", addrs, n)
+	for _, tc := range []struct {
+		holder int64
+		want   int
+	}{{0, 2}, {ids[0], 1}, {ids[1], 1}} {
+		n, err := watching(ctx, addrs, "/lock", tc.holder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != tc.want {
+			t.Errorf("watches in /lock on %v but the holder 0x%x's = %d, want %d (/lock/n0 on one server, /lock/n1 on the other)", addrs, tc.holder, n, tc.want)
+		}
 	}
 }

@@ -62,7 +62,8 @@ func (c *oursClient) finish(ctx context.Context) error {
 	return c.m.Unlock(ctx)
 }
 
-func (c *oursClient) close() { c.s.Close() }
+func (c *oursClient) close()           { c.s.Close() }
+func (c *oursClient) sessionID() int64 { return c.s.ID() }
 func (c *oursClient) counts() counts {
 	st := c.s.Stats()
 	return counts{listings: st.Listings, reads: st.Reads, events: st.WatchEvents}
@@ -128,6 +129,7 @@ func (c *naiveClient) unlock(ctx context.Context) error {
 
 func (c *naiveClient) finish(context.Context) error { return nil }
 func (c *naiveClient) close()                       { c.c.Close() }
+func (c *naiveClient) sessionID() int64             { return c.c.SessionID() }
 func (c *naiveClient) counts() counts {
 	return counts{listings: c.lists.Load(), reads: 0, events: c.c.Notifications()}
 }

@@ -19,6 +19,7 @@ type Client interface {
 	Unlock(ctx context.Context) error
 	Finish(ctx context.Context) error
 	Counts() Counts
+	SessionID() int64 // the session's id (a chain tells its holder's watches from its waiters' by it)
 	Close()
 }
 
@@ -53,6 +54,7 @@ func (e externalClient) lock(ctx context.Context) error   { return e.c.Lock(ctx)
 func (e externalClient) unlock(ctx context.Context) error { return e.c.Unlock(ctx) }
 func (e externalClient) finish(ctx context.Context) error { return e.c.Finish(ctx) }
 func (e externalClient) close()                           { e.c.Close() }
+func (e externalClient) sessionID() int64                 { return e.c.SessionID() }
 func (e externalClient) counts() counts {
 	n := e.c.Counts()
 	return counts{listings: n.Listings, reads: n.Reads, events: n.Events}

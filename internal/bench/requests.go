@@ -67,10 +67,15 @@ type meter struct {
 	failed    bool
 }
 
+// newMeter returns the meter of a run with cfg: one that counts nothing
+// without cfg.Requests.
 func newMeter(cfg Config) *meter {
 	return &meter{read: cfg.Requests, failed: cfg.Requests == nil}
 }
 
+// start marks the beginning of a timed part, and stop its end: each reads
+// the counters once (with ServerRequests, one mntr to each server in
+// turn), outside the part's time.
 func (m *meter) start(ctx context.Context) {
 	if m.failed {
 		return

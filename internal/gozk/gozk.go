@@ -148,6 +148,7 @@ func (c *lockClient) Lock(context.Context) error   { return c.l.Lock() }
 func (c *lockClient) Unlock(context.Context) error { return c.l.Unlock() }
 func (c *lockClient) Finish(context.Context) error { return nil }
 func (c *lockClient) Close()                       { c.raw.close() }
+func (c *lockClient) SessionID() int64             { return c.raw.conn.SessionID() }
 func (c *lockClient) Counts() bench.Counts {
 	return bench.Counts{Listings: -1, Reads: -1, Events: c.events.Load()}
 }
