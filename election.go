@@ -37,11 +37,11 @@ type Election struct {
 
 // NewElection returns the participant id in the election on path for the
 // session s. Participants' ids need not be unique, but an empty id is
-// refused (Leader and Observe use "" for "no leader"). The one option
-// that applies is WithGrants: a leader that resigns hands the leadership
-// to the next candidate, which then leads without reading the line. A bad
-// path, id or option is reported, without any network call, by the first
-// call.
+// refused (Leader and Observe use "" for "no leader"). A leader that
+// resigns hands the leadership by grant to the next candidate if that one
+// takes grants, which then leads without reading the line; the options
+// that apply are WithGrants and WithoutGrants. A bad path, id or option is
+// reported, without any network call, by the first call.
 func NewElection(s *Session, path, id string, opts ...LockOption) *Election {
 	e := &Election{id: id}
 	e.st.init(s, path, latchKinds, opts)

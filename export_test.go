@@ -71,3 +71,11 @@ func RemoveOwnLater(s *Session, p string) { s.removeOwnLater(p) }
 func WithProviderClock(now func() time.Time) ProviderOption {
 	return func(c *providerConfig) { c.now = now }
 }
+
+// GrantRoutes returns how many lock paths s has a grant route on, and on
+// how many it is setting one up or taking one down.
+func GrantRoutes(s *Session) (live, busy int) {
+	s.grMu.Lock()
+	defer s.grMu.Unlock()
+	return len(s.routes), len(s.warming) + len(s.retiring)
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -23,8 +24,11 @@ import (
 // appended: one directory per session, <lock>.grants/<session key> (a
 // container holding an ephemeral node of the session's, so that the
 // server removes it after the session has ended), which the session
-// watches with one recursive watch (its grant route), set up on its first
-// Lock there. The session key is 48 random bits, and the session's
+// watches with one recursive watch (its grant route). By default a
+// session sets its route up in the background when one of its contenders
+// first has to wait there (warmRoute), and takes it down when no
+// contender has used it for a while (retire); with WithGrants, the first
+// Lock there sets it up. The session key is 48 random bits, and the session's
 // contenders carry it in the first 12 hex digits of their node's UUID, so
 // that anyone who knows the node's name knows where to grant it. A holder
 // that knows the contender right after it (its heir) releases with one
@@ -111,10 +115,18 @@ func (s *Session) grantingUUID() string {
 // session's waiting contenders by UUID.
 type grantRoute struct {
 	s    *Session
+	lock string // the lock's path
 	dir  string // <lock>.grants/<key>
 	w    *zkclient.PersistentWatch
 	gone atomic.Bool   // the directory was removed (by someone else): make it again
 	done chan struct{} // closed when run returns
+
+	// Under the session's grMu: the tickets enrolled (see route and
+	// unroute), and, while there are none, the timer that takes the route
+	// down (see retire); gen tells a stale timer.
+	users int
+	idle  *time.Timer
+	gen   int
 
 	pumpMu sync.Mutex // one router at a time (see pump)
 
@@ -122,10 +134,211 @@ type grantRoute struct {
 	waiting map[string]chan string // by contender UUID: the grant's path
 }
 
-// route returns the session's grant route for the lock at dir, making its
-// directory (see makeGrantsDir) and setting its watch the first time, and
-// the directory again if someone else removed it.
+// routeLinger is how long a grant route that no ticket uses is kept
+// before it is taken down (see retire).
+const routeLinger = time.Minute
+
+// route returns the session's grant route for the lock at dir, enrolled
+// for one ticket (see unroute): making its directory (see makeGrantsDir)
+// and setting its watch the first time, and the directory again if
+// someone else removed it.
 func (s *Session) route(ctx context.Context, dir string) (*grantRoute, error) {
+	for {
+		r, err := s.openRoute(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		s.grMu.Lock()
+		if s.routes[dir] == r { // not taken down meanwhile
+			s.useLocked(r)
+			s.grMu.Unlock()
+			return r, nil
+		}
+		s.grMu.Unlock()
+	}
+}
+
+// unroute ends one enrolment of a ticket with r; the last one starts the
+// timer that takes r down.
+func (s *Session) unroute(r *grantRoute) {
+	s.grMu.Lock()
+	defer s.grMu.Unlock()
+	s.unrouteLocked(r)
+}
+
+func (s *Session) unrouteLocked(r *grantRoute) {
+	r.users--
+	if r.users > 0 || s.grClosed || s.routes[r.lock] != r {
+		return
+	}
+	r.gen++
+	gen := r.gen
+	r.idle = time.AfterFunc(s.grLinger, func() { s.retire(r, gen) })
+}
+
+// liveRoute returns the session's grant route on the lock at dir, enrolled
+// for one ticket (see unroute), if it has one up and not being taken down,
+// without waiting or sending anything; else nil.
+func (s *Session) liveRoute(dir string) *grantRoute {
+	s.grMu.Lock()
+	defer s.grMu.Unlock()
+	r := s.routes[dir]
+	if r == nil || r.gone.Load() {
+		return nil
+	}
+	s.useLocked(r)
+	return r
+}
+
+// useLocked enrols one user with r, stopping its idle timer.
+func (s *Session) useLocked(r *grantRoute) {
+	r.users++
+	if r.idle != nil {
+		r.idle.Stop()
+		r.idle = nil
+	}
+}
+
+// routePin keeps a session's grant route on a lock up for a contender
+// there that takes no grants itself but waits (see warmRoute), until drop.
+type routePin struct {
+	r       *grantRoute // once the route is up; under the session's grMu
+	dropped bool
+}
+
+// drop ends the pin; the route goes routeLinger after its last user.
+func (p *routePin) drop(s *Session) {
+	s.grMu.Lock()
+	defer s.grMu.Unlock()
+	p.dropped = true
+	if p.r != nil {
+		s.unrouteLocked(p.r)
+		p.r = nil
+	}
+}
+
+// warmRoute returns a pin on the session's grant route on the lock at dir
+// (see grantsOnContention): a contender there has had to wait, so the next
+// ones there take grants. It sets the route up in the background, unless
+// it is up already or being set up; the pin keeps it up while the
+// contender waits and holds, even for longer than routeLinger.
+func (s *Session) warmRoute(dir string) *routePin {
+	s.grMu.Lock()
+	defer s.grMu.Unlock()
+	p := &routePin{}
+	if s.grUnsupported.Load() {
+		return p
+	}
+	if r := s.routes[dir]; r != nil {
+		s.useLocked(r)
+		p.r = r
+		return p
+	}
+	if pins, ok := s.warming[dir]; ok || s.grClosed {
+		if ok {
+			s.warming[dir] = append(pins, p)
+		}
+		return p
+	}
+	ran := s.inBackground(func(ctx context.Context) {
+		r, err := s.route(ctx, dir)
+		s.grMu.Lock()
+		defer s.grMu.Unlock()
+		for _, p := range s.warming[dir] {
+			if err == nil && !p.dropped {
+				s.useLocked(r)
+				p.r = r
+			}
+		}
+		delete(s.warming, dir)
+		if err == nil {
+			s.unrouteLocked(r)
+		}
+	})
+	if ran {
+		if s.warming == nil {
+			s.warming = map[string][]*routePin{}
+		}
+		s.warming[dir] = []*routePin{p}
+	}
+	return p
+}
+
+// retire takes the route r down, if no ticket took it up since the timer
+// of generation gen was set: it removes r from the session's routes, then,
+// in the background, removes its watch and deletes the session's owner
+// node in its directory, which lets the server remove the directory. A
+// route wanted again meanwhile waits until that is done, then is made
+// anew. A grant made in the directory after the watch is removed (possible
+// only for a node of the session's whose deletion was left to the
+// background) stays until its granter's session ends.
+func (s *Session) retire(r *grantRoute, gen int) {
+	s.grMu.Lock()
+	defer s.grMu.Unlock()
+	if r.users > 0 || r.gen != gen || s.grClosed || s.routes[r.lock] != r {
+		return
+	}
+	done := make(chan struct{})
+	before := r.w.Queued()
+	ran := s.inBackground(func(ctx context.Context) {
+		defer func() {
+			s.grMu.Lock()
+			if s.retiring[r.lock] == done {
+				delete(s.retiring, r.lock)
+			}
+			s.grMu.Unlock()
+			close(done)
+		}()
+		r.w.Remove(ctx)
+		<-r.done
+		s.grMu.Lock()
+		s.grGone += r.w.Queued() - before
+		s.grMu.Unlock()
+		// Again after a lost answer only: another failure (no
+		// permission, say) leaves the node to the session's end.
+		s.retry(ctx, func(ctx context.Context) error {
+			s.stats.deletes.Add(1)
+			err := s.c.Delete(ctx, r.dir+"/"+grantsOwner, -1)
+			if err == nil || errors.Is(err, zkclient.ErrNoNode) {
+				return nil
+			}
+			if !errors.Is(err, zkclient.ErrConnectionLoss) {
+				s.log.Warn("zookeeper: taking a grant route down: its node stays until the session ends", "path", r.dir, "err", err)
+				return nil
+			}
+			return err
+		})
+	})
+	if !ran {
+		return
+	}
+	delete(s.routes, r.lock)
+	s.grGone += before
+	if s.retiring == nil {
+		s.retiring = map[string]chan struct{}{}
+	}
+	s.retiring[r.lock] = done
+}
+
+// openRoute returns the session's grant route for the lock at dir, as
+// route does, without enrolling a ticket.
+func (s *Session) openRoute(ctx context.Context, dir string) (*grantRoute, error) {
+	if s.grUnsupported.Load() {
+		return nil, errorf("grant route on %s: %w: the server has no recursive watches (ZooKeeper 3.6 or later)", dir, zkclient.ErrUnimplemented)
+	}
+	for {
+		s.grMu.Lock()
+		busy := s.retiring[dir]
+		s.grMu.Unlock()
+		if busy == nil {
+			break
+		}
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	s.grMu.Lock()
 	r := s.routes[dir]
 	s.grMu.Unlock()
@@ -144,18 +357,28 @@ func (s *Session) route(ctx context.Context, dir string) (*grantRoute, error) {
 		return r, nil
 	}
 	w, err := s.c.AddWatch(ctx, gd, true)
+	if errors.Is(err, zkclient.ErrUnimplemented) {
+		s.grUnsupported.Store(true) // a server before 3.6: no recursive watches
+	}
 	if err != nil {
 		return nil, err
 	}
-	r = &grantRoute{s: s, dir: gd, w: w, done: make(chan struct{}), waiting: map[string]chan string{}}
+	r = &grantRoute{s: s, lock: dir, dir: gd, w: w, done: make(chan struct{}), waiting: map[string]chan string{}}
 	s.grMu.Lock()
-	if old := s.routes[dir]; old != nil || s.grClosed {
+	if old, closed := s.routes[dir], s.grClosed; old != nil || closed || s.retiring[dir] != nil {
+		// Another call made the route meanwhile, or the session is
+		// closing, or a route made before this one began is being taken
+		// down (its owner node, which this call may have found and kept,
+		// is about to go): this one is not wanted.
 		s.grMu.Unlock()
 		w.Remove(ctx)
-		if old == nil {
-			return nil, s.Err()
+		switch {
+		case old != nil:
+			return old, nil
+		case closed:
+			return nil, errorf("grant route on %s: %w", dir, ErrSessionClosed)
 		}
-		return old, nil
+		return s.openRoute(ctx, dir)
 	}
 	if s.routes == nil {
 		s.routes = map[string]*grantRoute{}
@@ -173,28 +396,34 @@ func (s *Session) route(ctx context.Context, dir string) (*grantRoute, error) {
 // are made first (containers, one write each, the existing ones too) and
 // the multi is sent again. When gd exists already (made by an earlier
 // call, or by this multi with its answer lost) or the connection was
-// lost, the owner node is made alone, waiting out a connection loss; it
-// fails if gd is missing, and makes nothing.
+// lost, the owner node is made alone, waiting out a connection loss. If
+// gd or a parent went meanwhile (the server removes empty containers: a
+// route taken down, see retire), it starts again: three tries in all.
 func (s *Session) makeGrantsDir(ctx context.Context, gd string) error {
 	owner := gd + "/" + grantsOwner
 	multi := func() ([]zkclient.OpResult, error) {
 		s.stats.creates.Add(2)
 		return s.c.Multi(ctx, s.c.CreateOp(gd, nil, zkclient.Container, s.acl), s.c.CreateOp(owner, nil, zkclient.Ephemeral, s.acl))
 	}
-	res, err := multi()
-	if err != nil && len(res) == 2 && errors.Is(res[0].Err, zkclient.ErrNoNode) {
-		if err := s.makePath(ctx, parents(gd), zkclient.Container, nil); err != nil {
-			return err
+	for attempt := 1; ; attempt++ {
+		res, err := multi()
+		switch {
+		case err == nil:
+			return nil
+		case len(res) == 2 && errors.Is(res[0].Err, zkclient.ErrNoNode) && attempt < 3:
+			if err := s.makePath(ctx, parents(gd), zkclient.Container, nil); err != nil {
+				return err
+			}
+			continue
+		case len(res) == 2 && errors.Is(res[0].Err, zkclient.ErrNodeExists), errors.Is(err, zkclient.ErrConnectionLoss):
+			err = s.makePath(ctx, []string{owner}, zkclient.Ephemeral, nil)
+			if err == nil || !errors.Is(err, zkclient.ErrNoNode) || attempt == 3 {
+				return err
+			}
+			continue
 		}
-		res, err = multi()
+		return errorf("create %s: %w", gd, err)
 	}
-	switch {
-	case err == nil:
-		return nil
-	case len(res) == 2 && errors.Is(res[0].Err, zkclient.ErrNodeExists), errors.Is(err, zkclient.ErrConnectionLoss):
-		return s.makePath(ctx, []string{owner}, zkclient.Ephemeral, nil)
-	}
-	return errorf("create %s: %w", gd, err)
 }
 
 // grantEvents returns how many events the session's grant routes have
@@ -202,7 +431,7 @@ func (s *Session) makeGrantsDir(ctx context.Context, gd string) error {
 func (s *Session) grantEvents() int64 {
 	s.grMu.Lock()
 	defer s.grMu.Unlock()
-	var n int64
+	n := s.grGone
 	for _, r := range s.routes {
 		n += r.w.Queued()
 	}
@@ -215,6 +444,11 @@ func (s *Session) closeRoutes() {
 	s.grMu.Lock()
 	s.grClosed = true
 	rs := s.routes
+	for _, r := range rs {
+		if r.idle != nil {
+			r.idle.Stop()
+		}
+	}
 	s.grMu.Unlock()
 	for _, r := range rs {
 		<-r.done
@@ -286,6 +520,7 @@ type grantable struct {
 	gch   chan string // the grant's path, from the route
 	grant string      // the grant received, once read from gch
 	run   []string    // the contenders known to follow, nearest first, once it holds
+	pin   *routePin   // a ticket that takes no grants: it keeps the route it warmed up
 }
 
 // register enrols a ticket that takes grants with the route r, before its
@@ -297,14 +532,20 @@ func (t *ticket) register(r *grantRoute) {
 	r.mu.Unlock()
 }
 
-// unregister ends the ticket's enrolment with its route, and deletes,
+// unregister ends the ticket's enrolment with its route (or its pin on
+// one: see warmRoute), and deletes,
 // without waiting, a grant it received that no release deleted: it is a
 // message, not the holding (the ticket's node is).
 func (t *ticket) unregister() {
+	if t.pin != nil {
+		t.pin.drop(t.q.s)
+		t.pin = nil
+	}
 	r := t.route
 	if r == nil {
 		return
 	}
+	defer t.q.s.unroute(r)
 	r.mu.Lock()
 	delete(r.waiting, uuidOf(t.prefix))
 	select {
@@ -317,6 +558,7 @@ func (t *ticket) unregister() {
 		t.q.s.c.DeleteAsync(t.grant, -1)
 		t.grant = ""
 	}
+	t.route, t.gch = nil, nil
 }
 
 // granted reads a grant that came, without waiting, and reports whether
@@ -368,9 +610,6 @@ func (t *ticket) successors(kids []string) []string {
 // and delete the grant it received, to go before the delete of its node in
 // one multi; none if there is nothing to grant or clean up.
 func (t *ticket) grantOps() []zkclient.Op {
-	if t.route == nil {
-		return nil
-	}
 	t.granted() // the latest word on a grant received
 	s := t.q.s
 	var ops []zkclient.Op

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes"
+	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
 	"github.com/zkrecipes/zkrecipes/zkserver"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -323,9 +324,9 @@ func TestGrantPassesOver(t *testing.T) {
 	var ms []*zkrecipes.Mutex
 	for i := range 5 {
 		s := e.session()
-		var opts []zkrecipes.LockOption
+		opts := []zkrecipes.LockOption{zkrecipes.WithoutGrants()}
 		if i%2 == 0 {
-			opts = append(opts, zkrecipes.WithGrants())
+			opts = []zkrecipes.LockOption{zkrecipes.WithGrants()}
 		}
 		ss = append(ss, s)
 		ms = append(ms, zkrecipes.NewMutex(s, lock, append(opts, zkrecipes.WithNodeData([]byte(fmt.Sprint("contender ", i))))...))
@@ -672,6 +673,16 @@ func TestGrantOwnKindOnly(t *testing.T) {
 	e.empty(lock)
 }
 
+// onBoth runs test on real ZooKeeper (srv nil) and on zkserver, whose
+// container check a test can run.
+func onBoth(t *testing.T, test func(t *testing.T, e *env, srv *zkserver.Server)) {
+	t.Run("zookeeper", func(t *testing.T) { test(t, newEnv(t), nil) })
+	t.Run("zkserver", func(t *testing.T) {
+		srv := zkserver.RunT(t)
+		test(t, newEnvOn(t, []string{srv.Addr()}), srv)
+	})
+}
+
 // TestGrantDirectoryGoes: a session's grants directory on a lock (a
 // container) holds an ephemeral node of the session's while the session
 // lives, so that once the session has ended the directory is empty after
@@ -682,63 +693,218 @@ func TestGrantOwnKindOnly(t *testing.T) {
 // embedded server, whose container check the test can run, the
 // directories are then removed.
 func TestGrantDirectoryGoes(t *testing.T) {
-	for _, embedded := range []bool{false, true} {
-		t.Run(map[bool]string{false: "zookeeper", true: "zkserver"}[embedded], func(t *testing.T) {
-			var e *env
-			var srv *zkserver.Server
-			if embedded {
-				srv = zkserver.RunT(t)
-				e = newEnvOn(t, []string{srv.Addr()})
-			} else {
-				e = newEnv(t)
+	onBoth(t, func(t *testing.T, e *env, srv *zkserver.Server) {
+		ctx := ctxTimeout(t, time.Minute)
+		lock := e.path + "/lock"
+		s := e.session()
+		m := zkrecipes.NewMutex(s, lock, zkrecipes.WithGrants())
+		must(t, m.Lock(ctx), "Lock")
+		must(t, m.Unlock(ctx), "Unlock")
+		keys := e.children(lock + ".grants")
+		if len(keys) != 1 {
+			t.Fatalf("grants directories under %s.grants: %v, want one", lock, keys)
+		}
+		dir := lock + ".grants/" + keys[0]
+		owned := func() {
+			t.Helper()
+			_, st, err := e.admin.Get(dir + "/owner")
+			if err != nil || st.EphemeralOwner != s.ID() {
+				t.Fatalf("%s/owner: owner 0x%x, %v; want an ephemeral node of the session (0x%x)", dir, st.EphemeralOwner, err, s.ID())
 			}
-			ctx := ctxTimeout(t, time.Minute)
-			lock := e.path + "/lock"
-			s := e.session()
-			m := zkrecipes.NewMutex(s, lock, zkrecipes.WithGrants())
-			must(t, m.Lock(ctx), "Lock")
-			must(t, m.Unlock(ctx), "Unlock")
-			keys := e.children(lock + ".grants")
-			if len(keys) != 1 {
-				t.Fatalf("grants directories under %s.grants: %v, want one", lock, keys)
-			}
-			dir := lock + ".grants/" + keys[0]
-			owned := func() {
-				t.Helper()
-				_, st, err := e.admin.Get(dir + "/owner")
-				if err != nil || st.EphemeralOwner != s.ID() {
-					t.Fatalf("%s/owner: owner 0x%x, %v; want an ephemeral node of the session (0x%x)", dir, st.EphemeralOwner, err, s.ID())
+		}
+		owned()
+		// Removed by someone else, the directory is made again, with
+		// its owner node, by the next Lock: once the session has seen
+		// the two deletions.
+		events := s.Stats().GrantEvents
+		must(t, e.admin.Delete(dir+"/owner", -1), "delete owner")
+		must(t, e.admin.Delete(dir, -1), "delete %s", dir)
+		e.waitFor("the two deletions seen", func() bool { return s.Stats().GrantEvents >= events+2 })
+		must(t, m.Lock(ctx), "Lock again")
+		must(t, m.Unlock(ctx), "Unlock again")
+		owned()
+		// The server's container check removes only containers that
+		// had a child; this one has one.
+		if _, st, err := e.admin.Get(dir); err != nil || st.Cversion == 0 {
+			t.Fatalf("%s: cversion %d, %v; want a container that had a child", dir, st.Cversion, err)
+		}
+		s.Close()
+		// Emptied by the session's end (or already removed by the
+		// server's container check).
+		e.waitFor(dir+" emptied by the session's end", func() bool { return len(e.children(dir)) == 0 })
+		if srv != nil {
+			srv.CheckContainers() // the grants directory of the session
+			srv.CheckContainers() // then the lock's, and the lock's node
+			for _, p := range []string{dir, lock + ".grants", lock} {
+				if _, ok, err := e.admin.Exists(p); ok || err != nil {
+					t.Errorf("%s still there after the container checks (%v)", p, err)
 				}
 			}
-			owned()
-			// Removed by someone else, the directory is made again, with
-			// its owner node, by the next Lock: once the session has seen
-			// the two deletions.
-			events := s.Stats().GrantEvents
-			must(t, e.admin.Delete(dir+"/owner", -1), "delete owner")
-			must(t, e.admin.Delete(dir, -1), "delete %s", dir)
-			e.waitFor("the two deletions seen", func() bool { return s.Stats().GrantEvents >= events+2 })
-			must(t, m.Lock(ctx), "Lock again")
-			must(t, m.Unlock(ctx), "Unlock again")
-			owned()
-			// The server's container check removes only containers that
-			// had a child; this one has one.
-			if _, st, err := e.admin.Get(dir); err != nil || st.Cversion == 0 {
-				t.Fatalf("%s: cversion %d, %v; want a container that had a child", dir, st.Cversion, err)
-			}
-			s.Close()
-			// Emptied by the session's end (or already removed by the
-			// server's container check).
-			e.waitFor(dir+" emptied by the session's end", func() bool { return len(e.children(dir)) == 0 })
-			if srv != nil {
-				srv.CheckContainers() // the grants directory of the session
-				srv.CheckContainers() // then the lock's, and the lock's node
-				for _, p := range []string{dir, lock + ".grants", lock} {
-					if _, ok, err := e.admin.Exists(p); ok || err != nil {
-						t.Errorf("%s still there after the container checks (%v)", p, err)
-					}
-				}
-			}
+		}
+	})
+}
+
+// TestGrantByDefault: without an option, a session's contenders take
+// grants on a path once the session has waited there, and never before: an
+// uncontended session makes no grants directory. A holder that takes no
+// grants (it queued before its session had a route) still grants on.
+func TestGrantByDefault(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, time.Minute)
+	lock := e.path + "/lock"
+	a, b, c := e.session(), e.session(), e.session()
+	ma, mb, mc := zkrecipes.NewMutex(a, lock), zkrecipes.NewMutex(b, lock), zkrecipes.NewMutex(c, lock)
+
+	// Uncontended: nothing beside the lock.
+	must(t, ma.Lock(ctx), "a: Lock")
+	must(t, ma.Unlock(ctx), "a: Unlock")
+	if _, ok, err := e.admin.Exists(lock + ".grants"); ok || err != nil {
+		t.Fatalf("%s.grants after an uncontended Lock: exists %v (%v), want none", lock, ok, err)
+	}
+
+	// b and c wait behind a: their sessions set up routes, a's does not.
+	must(t, ma.Lock(ctx), "a: Lock")
+	bl := e.queue(lock, 2, func() error { return mb.Lock(ctx) })
+	cl := e.queue(lock, 3, func() error { return mc.Lock(ctx) })
+	for _, s := range []*zkrecipes.Session{b, c} {
+		e.waitFor("a route set up for a waiter's session", func() bool {
+			live, busy := zkrecipes.GrantRoutes(s)
+			return live == 1 && busy == 0
 		})
 	}
+	if live, busy := zkrecipes.GrantRoutes(a); live+busy != 0 {
+		t.Fatalf("the holder's session has %d routes (%d busy), want none", live, busy)
+	}
+	must(t, ma.Unlock(ctx), "a: Unlock")
+	must(t, result(t, bl, "b: Lock"), "b: Lock")
+	must(t, mb.Unlock(ctx), "b: Unlock")
+	must(t, result(t, cl, "c: Lock"), "c: Lock")
+	if n := len(e.children(lock + ".grants")); n != 2 {
+		t.Fatalf("%d grants directories, want 2 (b's and c's)", n)
+	}
+	if g := b.Stats().Granted + c.Stats().Granted; g != 0 {
+		t.Fatalf("%d acquisitions on a grant before any route was up when queueing, want 0", g)
+	}
+
+	// c holds; a queues (it waits, so its route comes, but its node takes
+	// no grants), then b (which now does). c lets go: a lists, sees b
+	// after it, and grants to b.
+	al := e.queue(lock, 2, func() error { return ma.Lock(ctx) })
+	bl = e.queue(lock, 3, func() error { return mb.Lock(ctx) })
+	e.waitQueued(lock, 3)
+	must(t, mc.Unlock(ctx), "c: Unlock")
+	must(t, result(t, al, "a: Lock"), "a: Lock")
+	must(t, ma.Unlock(ctx), "a: Unlock")
+	must(t, result(t, bl, "b: Lock"), "b: Lock")
+	e.checkToken(mb, lock, "b")
+	if g, gr := a.Stats().Grants, b.Stats().Granted; g != 1 || gr != 1 {
+		t.Fatalf("a granted %d times and b held on %d grants, want 1 and 1", g, gr)
+	}
+	must(t, mb.Unlock(ctx), "b: Unlock")
+	if g := e.grantNodes(lock); len(g) != 0 {
+		t.Fatalf("grants left: %v", g)
+	}
+}
+
+// TestGrantRouteRetires: a route no contender uses goes after the linger:
+// its watch is removed and the session's owner node deleted, so the server
+// can remove the directory while the session lives; a later Lock sets the
+// route up again, and grants work through it.
+func TestGrantRouteRetires(t *testing.T) {
+	onBoth(t, func(t *testing.T, e *env, srv *zkserver.Server) {
+		ctx := ctxTimeout(t, time.Minute)
+		lock := e.path + "/lock"
+		a, b := e.session(), e.session(zkrecipes.WithGrantLinger(50*time.Millisecond))
+		ma, mb := zkrecipes.NewMutex(a, lock, zkrecipes.WithGrants()), zkrecipes.NewMutex(b, lock, zkrecipes.WithGrants())
+		must(t, mb.Lock(ctx), "b: Lock")
+		must(t, mb.Unlock(ctx), "b: Unlock")
+		keys := e.children(lock + ".grants") // before the server can remove it
+		if len(keys) != 1 {
+			t.Fatalf("grants directories: %v, want b's", keys)
+		}
+		dir := lock + ".grants/" + keys[0]
+		e.waitFor("b's route taken down", func() bool {
+			live, busy := zkrecipes.GrantRoutes(b)
+			return live+busy == 0
+		})
+		if kids := e.children(dir); len(kids) != 0 {
+			t.Fatalf("%s after the route went: %v, want empty", dir, kids)
+		}
+		// The watch went too: a change there tells b nothing. (The real
+		// server's container check may have removed the directory: then
+		// it is made again, as a plain node.)
+		events := b.Client().Notifications()
+		if _, err := e.admin.Create(dir, nil, zkclient.Persistent, openACL); err != nil && !errors.Is(err, zkclient.ErrNodeExists) {
+			t.Fatalf("create %s: %v", dir, err)
+		}
+		if _, err := e.admin.Create(dir+"/x", nil, zkclient.Persistent, openACL); err != nil {
+			t.Fatalf("create %s/x: %v", dir, err)
+		}
+		must(t, e.admin.Delete(dir+"/x", -1), "delete %s/x", dir)
+		must(t, zkrecipes.RoundTrip(ctx, b), "round trip")
+		if n := b.Client().Notifications() - events; n != 0 {
+			t.Fatalf("b got %d events from %s after its route went, want 0", n, dir)
+		}
+		if srv != nil {
+			srv.CheckContainers()
+			if _, ok, err := e.admin.Exists(dir); ok || err != nil {
+				t.Fatalf("%s still there after the container check, b's session alive (%v)", dir, err)
+			}
+		}
+
+		// Set up again by b's next Lock, and granted through: c
+		// holds, a and b queue behind it; c lets go, a lists, sees b
+		// after it, and grants to b.
+		c := e.session()
+		mc := zkrecipes.NewMutex(c, lock)
+		must(t, mc.Lock(ctx), "c: Lock")
+		al := e.queue(lock, 2, func() error { return ma.Lock(ctx) })
+		bl := e.queue(lock, 3, func() error { return mb.Lock(ctx) })
+		e.waitQueued(lock, 3)
+		must(t, mc.Unlock(ctx), "c: Unlock")
+		must(t, result(t, al, "a: Lock"), "a: Lock")
+		must(t, ma.Unlock(ctx), "a: Unlock")
+		must(t, result(t, bl, "b: Lock"), "b: Lock")
+		if g := b.Stats().Granted; g != 1 {
+			t.Fatalf("b held on %d grants through its new route, want 1", g)
+		}
+		if _, st, err := e.admin.Get(dir + "/owner"); err != nil || st.EphemeralOwner != b.ID() {
+			t.Fatalf("%s/owner: owner 0x%x, %v; want b's (0x%x)", dir, st.EphemeralOwner, err, b.ID())
+		}
+		must(t, mb.Unlock(ctx), "b: Unlock")
+	})
+}
+
+// TestGrantRoutePinned: the route a waiting contender set up stays while
+// that contender waits and holds, however long, and goes once it lets go.
+func TestGrantRoutePinned(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxTimeout(t, time.Minute)
+	lock := e.path + "/lock"
+	const linger = 20 * time.Millisecond
+	a, b := e.session(), e.session(zkrecipes.WithGrantLinger(linger))
+	ma, mb := zkrecipes.NewMutex(a, lock), zkrecipes.NewMutex(b, lock)
+	up := func() bool {
+		live, busy := zkrecipes.GrantRoutes(b)
+		return live == 1 && busy == 0
+	}
+	stillUp := func(what string) {
+		t.Helper()
+		time.Sleep(20 * linger) // nothing to wait for: the route must not go
+		if !up() {
+			t.Fatalf("b's route went while %s", what)
+		}
+	}
+	must(t, ma.Lock(ctx), "a: Lock")
+	bl := e.queue(lock, 2, func() error { return mb.Lock(ctx) })
+	e.waitFor("b's route up", up)
+	stillUp("b waits")
+	must(t, ma.Unlock(ctx), "a: Unlock")
+	must(t, result(t, bl, "b: Lock"), "b: Lock")
+	stillUp("b holds")
+	must(t, mb.Unlock(ctx), "b: Unlock")
+	e.waitFor("b's route taken down", func() bool {
+		live, busy := zkrecipes.GrantRoutes(b)
+		return live+busy == 0
+	})
 }

@@ -31,7 +31,7 @@ type Contender struct {
 	// hand-made node).
 	Layout string
 
-	// Grants tells that the contender takes grants (WithGrants): its
+	// Grants tells that the contender takes grants (see WithGrants): its
 	// name carries a version-8 UUID, and a holder of its kind that knows
 	// it is next releases to it by grant rather than by a plain delete.
 	Grants bool

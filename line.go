@@ -47,9 +47,9 @@ type line struct {
 	dir   string
 	kinds []kind
 
-	// grants: the line's contenders take grants and grant (a Mutex's, an
-	// Election's, an RWMutex's writers: see WithGrants and grant.go).
-	grants bool
+	// grants: when the line's writers take grants, and whether they grant
+	// (a Mutex's, an Election's, an RWMutex's: see WithGrants and grant.go).
+	grants grantMode
 
 	beforeWatch func(pred string) // test hook: runs between listing and watching
 }
@@ -93,8 +93,8 @@ type ticket struct {
 func (q *line) enter(ctx context.Context, k kind, data []byte) (*ticket, error) {
 	t := q.ticket(ctx, k)
 	if err := t.create(ctx, k.marker, data); err != nil {
+		t.leave(ctx) // then unregister: the route stays while the node may
 		t.unregister()
-		t.leave(ctx)
 		return nil, err
 	}
 	return t, nil
@@ -102,17 +102,25 @@ func (q *line) enter(ctx context.Context, k kind, data []byte) (*ticket, error) 
 
 // ticket returns a new ticket of kind k, not yet made: one that takes
 // grants, enrolled with its session's grant route, where the line's
-// contenders do. Without a route (it could not be set up: ctx ended, say)
-// the ticket takes no grants, and its name says so.
+// contenders do: never a reader; with WithGrants, always (the route is set
+// up if need be); by default, when the session has a route there already
+// (see warmRoute). Without a route (it could not be set up: ctx ended,
+// say) the ticket takes no grants, and its name says so.
 func (q *line) ticket(ctx context.Context, k kind) *ticket {
-	if q.grants && !k.reader {
-		if r, err := q.s.route(ctx, q.dir); err == nil {
-			t := &ticket{protectedNode: newProtectedNode(q.s, q.dir, q.s.grantingUUID()), q: q, kind: k}
-			t.register(r)
-			return t
-		}
+	var r *grantRoute
+	switch {
+	case k.reader || q.grants == grantsNever:
+	case q.grants == grantsAlways:
+		r, _ = q.s.route(ctx, q.dir)
+	default:
+		r = q.s.liveRoute(q.dir)
 	}
-	return &ticket{protectedNode: newProtectedNode(q.s, q.dir, ""), q: q, kind: k}
+	if r == nil {
+		return &ticket{protectedNode: newProtectedNode(q.s, q.dir, ""), q: q, kind: k}
+	}
+	t := &ticket{protectedNode: newProtectedNode(q.s, q.dir, q.s.grantingUUID()), q: q, kind: k}
+	t.register(r)
+	return t
 }
 
 // wait blocks until the ticket holds. With try, it returns ErrLocked instead
@@ -170,13 +178,16 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 			t.ahead = p.ahead
 		}
 		if p.blocker == "" {
-			if t.route != nil && !t.granted() {
+			if q.grants != grantsNever && !t.granted() {
 				t.run = t.successors(kids)
 			}
 			return t.holds(ctx)
 		}
 		if try {
 			return ErrLocked
+		}
+		if first && t.route == nil && q.grants == grantsOnContention && !t.kind.reader {
+			t.pin = s.warmRoute(q.dir)
 		}
 		if err := t.await(ctx, q.dir+"/"+p.blocker); err != nil {
 			return err

@@ -14,9 +14,11 @@ import (
 //
 // Each Lock queues an ephemeral sequential node under the path; the lowest
 // holds the lock, and every waiter watches only the node just before its own,
-// so one release wakes exactly one waiter however long the queue. With
-// WithGrants, a release also hands the lock to the next waiter, which then
-// holds without reading the queue.
+// so one release wakes exactly one waiter however long the queue. Once its
+// session has had to wait on the path, a release also hands the lock to
+// the next waiter by grant, and that waiter then holds without reading
+// the queue (see WithGrants for the details and costs; WithoutGrants turns
+// it off).
 //
 // A Mutex value is one contender: it holds the lock at most once at a time
 // and is not reentrant. Use one Mutex per goroutine that competes. Its

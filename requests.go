@@ -118,15 +118,22 @@ func (s *Session) remove(ctx context.Context, p string) error {
 }
 
 // removeLater runs remove in the background, again after each failure,
-// until it succeeds or the session is over: a node of ours that a caller
-// could not delete in time must still go. Once the session is over (Close
-// called, or ended) it does nothing: the server deletes the session's
-// ephemeral nodes itself, and Close may be waiting for the background.
+// until it succeeds or the session is over (see retry): a node of ours that
+// a caller could not delete in time must still go. Once the session is
+// over (Close called, or ended) it does nothing: the server deletes the
+// session's ephemeral nodes itself.
 func (s *Session) removeLater(remove func(context.Context) error) {
+	s.inBackground(func(ctx context.Context) { s.retry(ctx, remove) })
+}
+
+// inBackground runs f in a goroutine that Close waits for, with a context
+// that ends when the client does, and reports true; once the session is
+// over (Close called, or ended) it runs nothing and reports false.
+func (s *Session) inBackground(f func(ctx context.Context)) bool {
 	s.mu.Lock()
 	if s.over {
 		s.mu.Unlock()
-		return
+		return false
 	}
 	s.background.Add(1) // under mu: before Close sets over, so before its Wait
 	s.mu.Unlock()
@@ -141,19 +148,26 @@ func (s *Session) removeLater(remove func(context.Context) error) {
 			case <-ctx.Done():
 			}
 		}()
-		for {
-			err := remove(ctx)
-			if err == nil || s.Err() != nil || ctx.Err() != nil {
-				return
-			}
-			s.log.Warn("zookeeper: deleting a node of this session failed; trying again", "err", err)
-			select {
-			case <-time.After(100 * time.Millisecond):
-			case <-ctx.Done():
-				return
-			}
-		}
+		f(ctx)
 	}()
+	return true
+}
+
+// retry calls remove until it succeeds, or the session or ctx ends, every
+// 100 ms after a failure.
+func (s *Session) retry(ctx context.Context, remove func(context.Context) error) {
+	for {
+		err := remove(ctx)
+		if err == nil || s.Err() != nil || ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("zookeeper: deleting a node of this session failed; trying again", "err", err)
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // removeOwn deletes the ephemeral node p if it is this session's (even if

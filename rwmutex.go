@@ -37,11 +37,10 @@ type RWMutex struct {
 	st seat
 }
 
-// NewRWMutex returns an RWMutex on path for the session s. With
-// WithGrants, a writer that releases hands the write lock to the writer
-// right after it, if that one also has WithGrants (readers list, as
-// always). A bad path is reported, without any network call, by the first
-// call.
+// NewRWMutex returns an RWMutex on path for the session s. A writer that
+// releases hands the write lock by grant to the writer right after it,
+// if that one takes grants (see WithGrants; readers list, as always). A
+// bad path is reported, without any network call, by the first call.
 func NewRWMutex(s *Session, path string, opts ...LockOption) *RWMutex {
 	m := &RWMutex{}
 	m.st.init(s, path, lockKinds, opts)

@@ -14,7 +14,7 @@ type LockOption func(*lockConfig)
 
 type lockConfig struct {
 	data   []byte
-	grants bool
+	grants grantMode // grantsOnContention unless an option said otherwise
 }
 
 // WithNodeData stores data in this contender's node, where other processes
@@ -24,45 +24,72 @@ func WithNodeData(data []byte) LockOption {
 	return func(c *lockConfig) { c.data = append([]byte(nil), data...) }
 }
 
-// WithGrants makes a Mutex (an Election, an RWMutex's writers) hand the
-// lock over by grant: a holder that knows the contender right after it
-// releases with one multi that deletes its node and creates a grant for
-// that contender, which then holds on the grant's watch event, without
-// reading the line. A handoff then costs the holder's multi and one
-// event, where otherwise it costs the holder's delete, one event and the
-// next holder's listing: one round trip less on the critical path, and one
-// listing of the line per ten handoffs instead of one per handoff (a
-// holder that listed grants on to up to nine in turn). It pays where a
-// round trip is long against the server's work (hosts apart): through a
-// delayed link, a chain of handoffs ran 1.5 to 1.7 times as fast and the
-// contended loop 1.5 to 1.8 times; on loopback, about even with 10
-// contenders and up to 1.36 times as fast with 100 and 500
-// (docs/benchmarks.md).
+// Grants: how a Mutex (an Election, an RWMutex's writers) hands the lock
+// over. A holder that knows the contender right after it, and that
+// contender takes grants, releases with one multi that deletes its node
+// and creates a grant for that contender, which then holds on the grant's
+// watch event, without reading the line. A handoff then costs the
+// holder's multi and one event, where otherwise it costs the holder's
+// delete, one event and the next holder's listing: one round trip less on
+// the critical path, and one listing of the line per ten handoffs instead
+// of one per handoff (a holder that listed grants on to up to nine in
+// turn). It pays where a round trip is long against the server's work
+// (hosts apart): through a delayed link, a chain of handoffs ran 1.5 to
+// 1.7 times as fast and the contended loop 1.5 to 1.8 times; on loopback,
+// about even with 10 contenders and up to 1.36 times as fast with 100 and
+// 500 (docs/benchmarks.md).
 //
-// Costs: grants live beside the lock, under its path with ".grants"
-// appended, in one container node per session that locks there, which
-// holds an ephemeral node of that session's: a session's first Lock on a
-// path makes both in one multi (the first session there also makes the
-// ".grants" node, one write per node of its path), and the server removes
-// the container at its next container check after the session has ended. Each such session keeps one recursive watch (ZooKeeper 3.6 or
-// later) and one goroutine per lock path it has locked with grants, for
-// as long as it lives. Use it for a few long-lived locks taken over and
-// over, not for a lock per entity.
+// By default a contender takes grants when its session has a grant route
+// on the lock's path: a session sets one up, in the background, the first
+// time one of its contenders there has to wait, and the contenders it
+// queues there later take grants. An uncontended lock costs nothing more.
+// A route costs, on the server, a container node under the lock's path
+// with ".grants" appended (the first route there also makes that node, one
+// write per missing node of its path) holding an ephemeral node of the
+// session's, made in one multi; and, in the client, one recursive watch
+// (ZooKeeper 3.6 or later) and one goroutine. A route that no contender of
+// the session has used for a minute is taken down (its watch removed, its
+// ephemeral node deleted: two requests), and the server removes the
+// container at its next container check (every minute by default); a
+// session's routes end with it. So a service that locks many paths keeps
+// routes only on the paths it contends for now.
 //
-// Only contenders made WithGrants, of the holder's own kind, are granted:
-// others on the same path (Curator's, kazoo's, a Mutex without it, an
-// RWMutex's readers, an RWMutex writer after a Mutex holder) are passed
-// over, and take the lock by listing, as always. Tokens are the same with
-// or without grants (see Mutex.Token). A Semaphore given WithGrants
-// reports ErrInvalidArgument.
-//
-// A grant node is ephemeral, owned by the granter's session, and deleted
-// by the heir: in its release's multi, or at once when the heir had left
-// before the grant came. One whose heir's session ended before that stays
-// until the granter's session ends.
+// Only contenders that take grants, of the holder's own kind, are granted:
+// others on the same path (Curator's, kazoo's, a zkrecipes contender
+// without a route or WithoutGrants, an RWMutex's readers, an RWMutex
+// writer after a Mutex holder) are passed over, and take the lock by
+// listing, as always. Tokens are the same with or without grants (see
+// Mutex.Token). A grant node is ephemeral, owned by the granter's session,
+// and deleted by the heir: in its release's multi, or at once when the
+// heir had left before the grant came. One whose heir's session ended
+// before that stays until the granter's session ends, as does one made for
+// a node whose deletion was left to the background (after a lost answer)
+// once the route was taken down.
+
+// WithGrants makes the contender take grants from its session's first Lock
+// on the path: the route is set up (two round trips) before the first node
+// is queued, rather than after the first wait. A Semaphore given
+// WithGrants reports ErrInvalidArgument. See the section on grants above.
 func WithGrants() LockOption {
-	return func(c *lockConfig) { c.grants = true }
+	return func(c *lockConfig) { c.grants = grantsAlways }
 }
+
+// WithoutGrants makes the contender neither take grants nor grant: it
+// always holds on a listing, its session sets up no grant route for it,
+// and its release is a plain delete, after which the next contender lists.
+// See the section on grants above.
+func WithoutGrants() LockOption {
+	return func(c *lockConfig) { c.grants = grantsNever }
+}
+
+// grantMode is when a line's contenders take grants.
+type grantMode int
+
+const (
+	grantsNever        grantMode = iota // never (a Semaphore's line, WithoutGrants)
+	grantsOnContention                  // once the session has waited there (the default)
+	grantsAlways                        // from the first Lock (WithGrants)
+)
 
 // seat is one contender's state in a queue — idle, acquiring, or holding
 // one ticket — shared by Mutex, RWMutex and Election, which differ only in
@@ -85,7 +112,7 @@ type seat struct {
 }
 
 func (st *seat) init(s *Session, path string, kinds []kind, opts []LockOption) {
-	var cfg lockConfig
+	cfg := lockConfig{grants: grantsOnContention}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -61,7 +61,7 @@ func NewSemaphore(s *Session, path string, n int, opts ...LockOption) *Semaphore
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if err == nil && cfg.grants {
+	if err == nil && cfg.grants == grantsAlways {
 		err = errorf("semaphore %s: %w: WithGrants is for a Mutex, an RWMutex or an Election", path, ErrInvalidArgument)
 	}
 	return &Semaphore{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/stream"
@@ -43,10 +44,15 @@ type Session struct {
 	rearm      chan struct{}  // strict mode: the timeout may have changed (a reconnection)
 	background sync.WaitGroup // deletes that outlived their caller (see removeLater)
 
-	grMu     sync.Mutex             // guards the grant routes (grant.go)
-	grKey    string                 // the session key in its granting contenders' UUIDs
-	routes   map[string]*grantRoute // by lock path
-	grClosed bool                   // Close has begun: no route starts
+	grMu          sync.Mutex               // guards the grant routes (grant.go)
+	grKey         string                   // the session key in its granting contenders' UUIDs
+	routes        map[string]*grantRoute   // by lock path
+	warming       map[string][]*routePin   // lock paths whose route is being set up (see warmRoute)
+	retiring      map[string]chan struct{} // lock paths whose route is being taken down, closed when done (see retire)
+	grGone        int64                    // events of the routes taken down (see grantEvents)
+	grUnsupported atomic.Bool              // the server refused a recursive watch: no routes
+	grLinger      time.Duration            // how long an unused route is kept (routeLinger; tests shorten it)
+	grClosed      bool                     // Close has begun: no route starts
 
 	svcMu    sync.Mutex                // guards services
 	services map[string]*sharedService // the service caches, by service path (see Discovery.ServiceCache)
@@ -61,6 +67,7 @@ type sessionConfig struct {
 	strict float64
 	client []zkclient.Option
 	obs    *Observer
+	linger time.Duration
 }
 
 // WithLogger sends the session's life events (connected, suspended,
@@ -76,7 +83,8 @@ func WithLogger(l *slog.Logger) SessionOption {
 // (zkclient.WithDigestAuth, zkclient.WithSASL), TLS (zkclient.WithTLS), a
 // chroot (zkclient.WithChroot, or a suffix of the connect string), a
 // dialer, a connect timeout... The Session's own options are those it acts
-// on itself: WithLogger, WithACL, WithStrict and WithStrictMargin.
+// on itself: WithLogger, WithACL, WithStrict, WithStrictMargin and
+// WithGrantLinger.
 func WithClientOptions(opts ...zkclient.Option) SessionOption {
 	return func(c *sessionConfig) { c.client = append(c.client, opts...) }
 }
@@ -89,6 +97,15 @@ func WithClientOptions(opts ...zkclient.Option) SessionOption {
 // ancestors beforehand if other clients must write under them.
 func WithACL(acl []zkclient.ACL) SessionOption {
 	return func(c *sessionConfig) { c.acl = acl }
+}
+
+// WithGrantLinger sets how long the session keeps a grant route on a lock
+// path that none of its contenders uses any more (see WithGrants): a
+// minute by default. Shorter frees the route's watch, goroutine and
+// server nodes sooner, and costs the route's set-up (two round trips, two
+// writes) again when the session next waits there. d must be positive.
+func WithGrantLinger(d time.Duration) SessionOption {
+	return func(c *sessionConfig) { c.linger = d }
 }
 
 // WithStrict makes holdings (locks, leadership, membership) report loss as
@@ -146,7 +163,7 @@ func WithStrictMargin(fraction float64) SessionOption {
 // returns when the session is established, or with an error when ctx ends
 // first (a deadline on ctx is the connect timeout) or authentication fails.
 func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*Session, error) {
-	cfg := sessionConfig{acl: zkclient.WorldACL(zkclient.PermAll)}
+	cfg := sessionConfig{acl: zkclient.WorldACL(zkclient.PermAll), linger: routeLinger}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -161,6 +178,9 @@ func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*
 	if cfg.strict < 0 || cfg.strict >= 1 {
 		return nil, fmt.Errorf("%w: strict margin %v is not in (0, 1)", ErrInvalidArgument, cfg.strict)
 	}
+	if cfg.linger <= 0 {
+		return nil, fmt.Errorf("%w: grant linger %v is not positive", ErrInvalidArgument, cfg.linger)
+	}
 	if cfg.log == nil {
 		cfg.log = slog.New(slog.DiscardHandler)
 	}
@@ -171,6 +191,8 @@ func NewSession(ctx context.Context, servers []string, opts ...SessionOption) (*
 		obs:    cfg.obs,
 		holds:  make(map[chan struct{}]func(LossReason)),
 		rearm:  make(chan struct{}, 1),
+
+		grLinger: cfg.linger,
 	}
 	copts := append([]zkclient.Option{
 		zkclient.WithLogger(cfg.log),

@@ -30,9 +30,10 @@ func (a *app) newBenchCmd() *cobra.Command {
 		Long: `For each number of contending sessions in --clients, have them take and release
 one lock in a loop, with each recipe in --recipes:
 
-  zkrecipes          zkrecipes' Mutex: Unlock, then Lock
-  zkrecipes-requeue  zkrecipes' Mutex.Requeue: release and queue again in one write
-  zkrecipes-grant    zkrecipes' Mutex with WithGrants: each release hands the lock to
+  zkrecipes          zkrecipes' Mutex WithoutGrants: Unlock, then Lock (each holder lists)
+  zkrecipes-requeue  the same with Mutex.Requeue: release and queue again in one write
+  zkrecipes-grant    zkrecipes' Mutex taking grants (WithGrants; by default the same
+                     once a session has waited): each release hands the lock to
                      the next session, which holds without a read
   zkrecipes-grant-requeue
                      the same, with Requeue

@@ -32,7 +32,7 @@ whom, each one's id (the node's data), its session, how long ago it queued,
 and the layout of its node's name, which tells which client made it: curator
 ("_c_<uuid>-lock-<seq>" and the like: Curator's, which zkr writes too) or kazoo
 ("<id>__lock__<seq>", "<id>__rlock__<seq>"); "+grants" marks a zkrecipes
-contender that takes grants (WithGrants: a version-8 UUID), to which a holder of
+contender that takes grants (a version-8 UUID: see zkrecipes.WithGrants), to which a holder of
 its kind hands the lock over in the multi that deletes its own node.
 
 PATH may also be, recognised from its nodes' layout:
@@ -75,7 +75,7 @@ type contenderView struct {
 	Seq      int64         `json:"seq"`
 	Kind     string        `json:"kind"`             // mutex, reader, writer, candidate
 	Layout   string        `json:"layout,omitempty"` // curator, kazoo: the naming of the node (zkrecipes.Contender.Layout)
-	Grants   bool          `json:"grants,omitempty"` // it takes grants (zkrecipes.WithGrants)
+	Grants   bool          `json:"grants,omitempty"` // it takes grants (see zkrecipes.WithGrants)
 	State    string        `json:"state"`            // holds, leads, waits
 	WaitsFor int           `json:"waits_for,omitempty"`
 	ID       string        `json:"id,omitempty"`

@@ -76,9 +76,9 @@ func (a *app) measure(ctx context.Context, cmd *cobra.Command, servers []string,
 func label(recipe string) string {
 	switch recipe {
 	case "zkrecipes":
-		return "zkrecipes Mutex"
+		return "zkrecipes Mutex, WithoutGrants"
 	case "zkrecipes-requeue":
-		return "zkrecipes Mutex.Requeue"
+		return "zkrecipes Mutex.Requeue, WithoutGrants"
 	case "zkrecipes-grant":
 		return "zkrecipes Mutex, WithGrants"
 	case "zkrecipes-grant-requeue":

@@ -14,7 +14,10 @@ import (
 // ours is zkrecipes' Mutex, one Session per contender. With requeue, a
 // contender that goes round again releases and queues in one write
 // (Mutex.Requeue) instead of Unlock then Lock; with grants, the Mutex hands
-// the lock over by grant (zkrecipes.WithGrants).
+// the lock over by grant from its first Lock (zkrecipes.WithGrants), and
+// without, it never does (zkrecipes.WithoutGrants): the default, grants
+// once the session has waited on the path, is the first after one
+// contended acquisition, and the untimed first round makes it so.
 type ours struct{ requeue, grants bool }
 
 type oursClient struct {
@@ -29,9 +32,9 @@ func (o ours) open(ctx context.Context, cfg Config) (client, error) {
 	if err != nil {
 		return nil, err
 	}
-	var opts []zkrecipes.LockOption
+	opts := []zkrecipes.LockOption{zkrecipes.WithoutGrants()}
 	if o.grants {
-		opts = append(opts, zkrecipes.WithGrants())
+		opts = []zkrecipes.LockOption{zkrecipes.WithGrants()}
 	}
 	return &oursClient{s: s, m: zkrecipes.NewMutex(s, cfg.Path, opts...), requeue: o.requeue}, nil
 }

@@ -857,15 +857,15 @@ func (r *runner) dirs() map[string]bool {
 	d := map[string]bool{}
 	for _, res := range []string{ResMutex, ResLockA, ResLockB, ResRW, ResElection, ResSemaphore, ResNode, ResPromote, ResQueue, ResLQueue, ResSupervised} {
 		d[r.o.Base+"/"+res] = true
+		// Its grants directory (a Mutex's, an Election's, an
+		// RWMutex's, the supervised one's or the queue's lock: grants
+		// are on by default once a session waits), whose children are
+		// directories too, one per session: containers, which the
+		// server removes only at its container check.
+		d[r.o.Base+"/"+res+".grants"] = true
 	}
 	d[r.o.Base+"/"+ResSemaphore+"/locks"] = true
 	d[r.o.Base+"/"+ResSemaphore+"/leases"] = true
-	// The grants directories of Mutexes, the election and the RWMutex
-	// (WithGrants), whose
-	// children are directories too: one per session.
-	for _, res := range []string{ResMutex, ResLockA, ResLockB, ResElection, ResRW} {
-		d[r.o.Base+"/"+res+".grants"] = true
-	}
 	return d
 }
 

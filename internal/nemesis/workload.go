@@ -100,6 +100,11 @@ func (c *client) session(ctx context.Context) (*sessionRef, error) {
 		if c.strict {
 			opts = append(opts, zkrecipes.WithStrict())
 		}
+		if gen%2 == 1 {
+			// Grant routes taken down soon after their last use, and set
+			// up again, under the faults.
+			opts = append(opts, zkrecipes.WithGrantLinger(100*time.Millisecond))
+		}
 		nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		s, err := zkrecipes.NewSession(nctx, c.servers, opts...)
 		cancel()
@@ -407,19 +412,28 @@ func (w *worker) between(lo, hi int) time.Duration {
 	return time.Duration(lo+w.rng.IntN(hi-lo+1)) * time.Millisecond
 }
 
+// grantOpts returns client id's way to take grants: WithGrants, the
+// default (once its session has waited on the path) or WithoutGrants, in
+// turn.
+func grantOpts(id int) []zkrecipes.LockOption {
+	switch id % 3 {
+	case 0:
+		return []zkrecipes.LockOption{zkrecipes.WithGrants()}
+	case 1:
+		return nil
+	}
+	return []zkrecipes.LockOption{zkrecipes.WithoutGrants()}
+}
+
 // recipe returns the acquirer of workload wk for client id on session s:
 // a fresh recipe value, bound to that session.
 func (r *runner) recipe(wk work, id int, s *zkrecipes.Session) acquirer {
 	path := r.o.Base + "/" + wk.res[0]
 	switch wk.kind {
 	case workMutex:
-		// Every other client hands the lock over by grant: the lines mix
-		// contenders that take grants with ones that list.
-		var opts []zkrecipes.LockOption
-		if id%2 == 0 {
-			opts = append(opts, zkrecipes.WithGrants())
-		}
-		m := zkrecipes.NewMutex(s, path, opts...)
+		// The lines mix the three ways to take grants: from the first
+		// Lock, once the session has waited (the default), never.
+		m := zkrecipes.NewMutex(s, path, grantOpts(id)...)
 		var held func(op string) *grant
 		granted := s.Stats().Granted
 		held = func(op string) *grant {
@@ -468,11 +482,7 @@ func (r *runner) recipe(wk work, id int, s *zkrecipes.Session) acquirer {
 			return g, op, nil
 		}
 	case workRW:
-		var opts []zkrecipes.LockOption
-		if id%2 == 0 {
-			opts = append(opts, zkrecipes.WithGrants()) // its writers hand over by grant
-		}
-		m := zkrecipes.NewRWMutex(s, path, opts...)
+		m := zkrecipes.NewRWMutex(s, path, grantOpts(id)...) // as for the Mutexes
 		return func(ctx context.Context, rng *rand.Rand) (*grant, string, error) {
 			n := rng.IntN(20)
 			op, f, mode := OpRWRLock, m.RLock, Shared
@@ -497,11 +507,7 @@ func (r *runner) recipe(wk work, id int, s *zkrecipes.Session) acquirer {
 			return g, op, nil
 		}
 	case workElection:
-		var opts []zkrecipes.LockOption
-		if id%2 == 0 {
-			opts = append(opts, zkrecipes.WithGrants()) // as for the Mutexes
-		}
-		e := zkrecipes.NewElection(s, path, fmt.Sprintf("c%d", id), opts...)
+		e := zkrecipes.NewElection(s, path, fmt.Sprintf("c%d", id), grantOpts(id)...) // as for the Mutexes
 		return func(ctx context.Context, _ *rand.Rand) (*grant, string, error) {
 			if err := e.Campaign(ctx); err != nil {
 				return nil, OpCampaign, err
