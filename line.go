@@ -85,6 +85,8 @@ type ticket struct {
 	kind  kind
 	token int64 // fencing token, set when it holds (see wait)
 	ahead int   // contenders ahead of it at its first listing (see wait)
+	// byGrant: it holds on a grant, without a listing (see wait)
+	byGrant bool
 	grantable
 }
 
@@ -161,6 +163,7 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 	for first := true; ; first = false {
 		if t.granted() {
 			s.stats.granted.Add(1)
+			t.byGrant = true
 			return t.holds(ctx)
 		}
 		kids, _, err := t.list(ctx)

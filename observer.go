@@ -73,6 +73,7 @@ type HoldEvent struct {
 	Wait    time.Duration // from Queued to Granted or Abandoned
 	Held    time.Duration // from Granted to Released or Lost
 	Token   int64         // the fencing token of the grant (0 for a recipe without one)
+	ByGrant bool          // Granted and after: it held on its predecessor's grant, without listing the queue (see WithGrants)
 	Reason  LossReason    // why it was lost
 	Err     error
 }

@@ -158,6 +158,7 @@ func (st *seat) settle(ctx context.Context, t *ticket, err error, op string) err
 		return errorf("%s %s: %w", op, st.q.dir, err)
 	}
 	st.held = t
+	st.acq.ev.ByGrant = t.byGrant
 	st.hold = st.acq.granted(st.q.s, t.path(), t.ahead, t.token)
 	return nil
 }

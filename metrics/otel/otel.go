@@ -27,8 +27,9 @@
 //     [zkrecipes.HoldEvent]) from the call to its grant or its failure. A
 //     grant sets zk.node (the contender's node), zk.token (the fencing
 //     token, as Mutex.Token returns it; left out for a recipe without one)
-//     and zk.ahead (the contenders queued before it when it first looked:
-//     0 for an uncontended lock); a failure (TryLock refused, the
+//     zk.ahead (the contenders queued before it when it first looked:
+//     0 for an uncontended lock) and zk.by_grant (it held on its
+//     predecessor's grant, without a listing: see zkrecipes.WithGrants); a failure (TryLock refused, the
 //     context's end, the session's) records the error and sets the span's
 //     status to Error. zk.outcome is granted or abandoned.
 //   - zkrecipes.<recipe>.hold from the grant to its end, with zk.node and
@@ -85,6 +86,7 @@ const (
 	AttrNode       = attribute.Key("zk.node")              // the contender's node (spans)
 	AttrToken      = attribute.Key("zk.token")             // the grant's fencing token (spans)
 	AttrAhead      = attribute.Key("zk.ahead")             // contenders queued before the grant's node (spans)
+	AttrByGrant    = attribute.Key("zk.by_grant")          // the contender held on its predecessor's grant, without a listing (spans; zkrecipes.WithGrants)
 )
 
 // Options configures a Telemetry.
@@ -128,6 +130,7 @@ type Telemetry struct {
 	waiting      metric.Int64UpDownCounter // zk.recipe, zk.path
 	holdings     metric.Int64UpDownCounter // zk.recipe, zk.path
 	abandoned    metric.Int64Counter       // zk.recipe, zk.path
+	byGrant      metric.Int64Counter       // zk.recipe, zk.path
 	losses       metric.Int64Counter       // zk.recipe, zk.path, zk.loss.reason
 	unconfirmed  metric.Int64Counter       // zk.recipe, zk.path
 	offered      metric.Int64Counter       // zk.recipe, zk.path
@@ -252,6 +255,8 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider, opts Options) (*Telem
 		"Holdings held: locks, leaderships, leases, taken items, memberships, registrations.")
 	t.abandoned = counter("zkrecipes.abandoned", "{acquisition}",
 		"Acquisitions that ended without a grant (TryLock refused, canceled, failed).")
+	t.byGrant = counter("zkrecipes.acquisitions.by_grant", "{acquisition}",
+		"Acquisitions that held on the previous holder's grant, without reading the queue (zkrecipes.WithGrants).")
 	t.losses = counter("zkrecipes.losses", "{holding}",
 		"Holdings lost while held, by reason (expired, closed, strict, deleted).")
 	t.unconfirmed = counter("zkrecipes.releases.unconfirmed", "{release}",
@@ -361,6 +366,9 @@ func (t *Telemetry) RecipeObserver() *zkrecipes.Observer {
 			t.waiting.Add(ctx, -1, a.add...)
 			t.holdings.Add(ctx, 1, a.add...)
 			t.waitDuration.Record(ctx, e.Wait.Seconds(), a.rec...)
+			if e.ByGrant {
+				t.byGrant.Add(ctx, 1, a.add...)
+			}
 		}
 		o.Abandoned = func(e zkrecipes.HoldEvent) {
 			a := t.recipe(e)
@@ -453,7 +461,7 @@ func (t *Telemetry) waitSpan(e zkrecipes.HoldEvent) {
 		span.RecordError(e.Err, trace.WithTimestamp(end))
 		span.SetStatus(codes.Error, e.Err.Error())
 	} else {
-		span.SetAttributes(AttrOutcome.String("granted"), AttrNode.String(e.Node), AttrAhead.Int(e.Ahead))
+		span.SetAttributes(AttrOutcome.String("granted"), AttrNode.String(e.Node), AttrAhead.Int(e.Ahead), AttrByGrant.Bool(e.ByGrant))
 		if e.Token != 0 {
 			span.SetAttributes(AttrToken.Int64(e.Token))
 		}

@@ -59,6 +59,7 @@ type Metrics struct {
 	waiting     *prom.GaugeVec     // recipe, path
 	holdings    *prom.GaugeVec     // recipe, path
 	abandoned   *prom.CounterVec   // recipe, path
+	byGrant     *prom.CounterVec   // recipe, path
 	losses      *prom.CounterVec   // recipe, path, reason
 	unconfirmed *prom.CounterVec   // recipe, path
 	offered     *prom.CounterVec   // recipe, path
@@ -110,6 +111,8 @@ func New(reg prom.Registerer, opts Options) (*Metrics, error) {
 		Help: "Holdings held: locks, leaderships, leases, taken items, memberships, registrations."}, recipe)
 	m.abandoned = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "abandoned_total",
 		Help: "Acquisitions that ended without a grant (TryLock refused, canceled, failed)."}, recipe)
+	m.byGrant = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "acquisitions_by_grant_total",
+		Help: "Acquisitions that held on the previous holder's grant, without reading the queue (zkrecipes.WithGrants)."}, recipe)
 	m.losses = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "losses_total",
 		Help: "Holdings lost while held, by reason (expired, closed, strict, deleted)."}, append(recipe, "reason"))
 	m.unconfirmed = prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "releases_unconfirmed_total",
@@ -127,7 +130,7 @@ func New(reg prom.Registerer, opts Options) (*Metrics, error) {
 		Help: "Events queued and not yet read in the open sessions' unbounded queues (state streams, persistent watches)."},
 		func() float64 { _, b := m.live(); return float64(b) })
 	for _, c := range []prom.Collector{m.requestSeconds, m.requests, m.bytes, m.dials, m.connects, m.drops,
-		m.reconnects, m.expiries, m.watchEvents, m.waitSeconds, m.waiting, m.holdings, m.abandoned, m.losses, m.unconfirmed,
+		m.reconnects, m.expiries, m.watchEvents, m.waitSeconds, m.waiting, m.holdings, m.abandoned, m.byGrant, m.losses, m.unconfirmed,
 		m.offered, m.taken, m.resyncs, sessions, backlog} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -204,6 +207,9 @@ func (m *Metrics) RecipeObserver() *zkrecipes.Observer {
 			m.waiting.WithLabelValues(r, p).Dec()
 			m.holdings.WithLabelValues(r, p).Inc()
 			m.waitSeconds.WithLabelValues(r, p).Observe(e.Wait.Seconds())
+			if e.ByGrant {
+				m.byGrant.WithLabelValues(r, p).Inc()
+			}
 		},
 		Abandoned: func(e zkrecipes.HoldEvent) {
 			r, p := labels(e)

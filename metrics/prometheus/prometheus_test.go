@@ -552,3 +552,44 @@ func BenchmarkObserverOverhead(b *testing.B) {
 	b.ReportMetric(float64(own.Nanoseconds())/1e3, "adapter-µs")
 	b.ReportMetric(float64(own)/float64(mn), "adapter-share")
 }
+
+// TestAcquisitionsByGrant: a holder that knows the next contender hands
+// the lock over by grant, and only that acquisition is counted.
+func TestAcquisitionsByGrant(t *testing.T) {
+	e := newEnv(t)
+	p := e.base + "/lock"
+	var ms []*zkrecipes.Mutex
+	for range 3 {
+		ms = append(ms, zkrecipes.NewMutex(e.session(shared.Addr(0)), p, zkrecipes.WithGrants()))
+	}
+	if err := ms[0].Lock(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The second and the third queue in that order before the first lets
+	// go: the second lists, sees the third after it, and grants to it.
+	look := e.session(shared.Addr(0)).Client()
+	var done []chan error
+	for i, m := range ms[1:] {
+		ch := make(chan error, 1)
+		go func() { ch <- m.Lock(e.ctx) }()
+		done = append(done, ch)
+		zktest.Eventually(t, 30*time.Second, "the contender queued", func() error {
+			kids, _, err := look.Children(e.ctx, p)
+			if err == nil && len(kids) != i+2 {
+				err = fmt.Errorf("%d contenders, want %d", len(kids), i+2)
+			}
+			return err
+		})
+	}
+	for i, m := range ms {
+		if i > 0 {
+			if err := <-done[i-1]; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := m.Unlock(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.expect(1, "zkrecipes_acquisitions_by_grant_total", "recipe", "mutex")
+}
