@@ -16,9 +16,11 @@ import (
 	"github.com/zkrecipes/zkrecipes/zkclient"
 )
 
-// This file is the grant (see WithGrants): how a Mutex holder (or an
-// Election's leader) hands the lock to the next contender in the transaction that deletes its own node,
-// so that the next holds on a watch event, without a listing.
+// This file is the grant (see WithGrants): how a Mutex holder (an
+// Election's leader, an RWMutex writer) hands the lock to the next
+// contender (or an RWMutex writer to the readers after it) in the
+// transaction that deletes its own node, so that the next holds on a
+// watch event, without a listing.
 //
 // A lock's grants live beside it, under the lock's path with ".grants"
 // appended: one directory per session, <lock>.grants/<session key> (a
@@ -51,16 +53,21 @@ import (
 // that the heir can grant in turn without a listing: one listing per run
 // of up to maxRun handoffs. Only contenders that take grants are granted:
 // a UUID of version 8 marks them (grantingUUID), where Curator's, kazoo's
-// and a Mutex's without WithGrants are of version 4. A run stops before
-// the first contender that does not take grants, and that one lists, as
-// every contender does without grants. A grant that cannot be made (the
-// heir left: the check fails) falls back to a plain delete, and the next
-// waiter lists. The delete of the granter's own node is also what makes
+// and a zkrecipes contender's without a route are of version 4. A run
+// stops before the first contender that does not take grants, and that
+// one lists, as every contender does without grants. An RWMutex writer
+// followed by readers grants them all, one check and create each, before
+// its delete (see successors). A grant that cannot be made (the heir left:
+// the check fails) is dropped from the multi, which is sent again: with
+// no heir left, a plain delete, and the next waiter lists. The delete of the granter's own node is also what makes
 // the multi fail when that node is gone (someone deleted it): then nothing
 // is granted.
 
 // maxRun is the most contenders a grant names after its heir.
 const maxRun = 8
+
+// maxReaders is the most readers an RWMutex writer grants in one release.
+const maxReaders = 16
 
 // grantsSuffix makes a lock's grants directory from its path.
 const grantsSuffix = ".grants"
@@ -520,7 +527,10 @@ type grantable struct {
 	gch   chan string // the grant's path, from the route
 	grant string      // the grant received, once read from gch
 	run   []string    // the contenders known to follow, nearest first, once it holds
-	pin   *routePin   // a ticket that takes no grants: it keeps the route it warmed up
+	// readers: an RWMutex writer's heirs when readers follow it (see
+	// successors), granted all at once
+	readers []string
+	pin     *routePin // a ticket that takes no grants: it keeps the route it warmed up
 }
 
 // register enrols a ticket that takes grants with the route r, before its
@@ -581,13 +591,26 @@ func (t *ticket) granted() bool {
 // took records the grant at p: the run is in its name, after the UUID.
 func (t *ticket) took(p string) {
 	t.grant = p
-	t.run = strings.Split(path.Base(p), "+")[1:]
+	t.setRun(strings.Split(path.Base(p), "+")[1:])
 }
 
-// successors returns the run a holder finds in a listing: the contenders
-// right after it that take grants, nearest first, up to maxRun + 1 (the
-// heir and its run), ending before the first that does not.
-func (t *ticket) successors(kids []string) []string {
+// successors sets the heirs a holder finds in a listing (none for a
+// reader, which cannot know whether other readers hold). The heir and its
+// run (t.run): the contenders right after it that take grants, of its own
+// kind, nearest first, up to maxRun + 1, ending before the first that does
+// not. An RWMutex writer's run may end with readers: when the next
+// contender after the writers is a reader, the run goes on with every
+// reader that takes grants before the next contender that is not a
+// reader, up to maxReaders (the readers between that do not take grants
+// list, as always); the last writer of the run grants those readers all at
+// once, or the holder itself does, when no writer comes first (t.readers).
+// Either way no heir can be blocked by anyone but its granter: the listing
+// showed every node between, a node made later sorts after, and a reader
+// is blocked only by earlier writers.
+func (t *ticket) successors(kids []string) {
+	if t.kind.reader {
+		return
+	}
 	me, _ := parseContender(t.name, t.q.kinds)
 	var after []contender
 	for _, k := range kids {
@@ -603,22 +626,50 @@ func (t *ticket) successors(kids []string) []string {
 		}
 		run = append(run, c.name)
 	}
-	return run
+	if t.kind == writerKind && len(run) <= maxRun && len(after) > len(run) && after[len(run)].reader {
+		n := len(run)
+		for _, c := range after[n:] {
+			if !c.reader || len(run)-n == maxReaders {
+				break
+			}
+			if takesGrants(c.name, readerKind) {
+				run = append(run, c.name)
+			}
+		}
+	}
+	t.setRun(run)
+}
+
+// setRun sets the heirs the ticket knows (see successors): readers only,
+// which it grants all at once, or a writer and the run it passes on.
+func (t *ticket) setRun(run []string) {
+	t.run, t.readers = run, nil
+	if len(run) > 0 {
+		if c, ok := parseContender(run[0], t.q.kinds); ok && c.reader {
+			t.readers, t.run = run, nil
+		}
+	}
 }
 
 // grantOps returns the operations that hand the lock to the ticket's heir
-// and delete the grant it received, to go before the delete of its node in
-// one multi; none if there is nothing to grant or clean up.
+// (or heirs: readers) and delete the grant it received, to go before the
+// delete of its node in one multi; none if there is nothing to grant or
+// clean up. Each heir is a pair, check and create, at the front.
 func (t *ticket) grantOps() []zkclient.Op {
 	t.granted() // the latest word on a grant received
 	s := t.q.s
 	var ops []zkclient.Op
-	if len(t.run) > 0 {
-		heir, u := t.run[0], uuidOf(t.run[0])
-		name := strings.Join(append([]string{u}, t.run[1:]...), "+")
+	grant := func(heir, name string) {
+		u := uuidOf(heir)
 		ops = append(ops,
 			s.c.CheckOp(t.q.dir+"/"+heir, -1),
 			s.c.CreateOp(t.q.dir+grantsSuffix+"/"+keyOf(u)+"/"+name, nil, zkclient.Ephemeral, s.acl))
+	}
+	if len(t.run) > 0 {
+		grant(t.run[0], strings.Join(append([]string{uuidOf(t.run[0])}, t.run[1:]...), "+"))
+	}
+	for _, r := range t.readers {
+		grant(r, uuidOf(r))
 	}
 	if t.grant != "" {
 		ops = append(ops, s.c.DeleteOp(t.grant, -1))
@@ -628,14 +679,17 @@ func (t *ticket) grantOps() []zkclient.Op {
 
 // handOff sends one multi: ops, the ticket's grant operations (from
 // grantOps), then tail, and behind it the request that behind sends, if
-// any. When a grant operation fails (the heir left, its grants directory is
+// any. When a grant operation fails (an heir left, its grants directory is
 // gone, the grant received is gone with its granter's session) it is sent
-// again without that part. It returns tail's results and the multi's zxid;
+// again without that part (that heir's pair). It returns tail's results and the multi's zxid;
 // an error is the multi's (a lost answer, say), and a failure in tail is
 // in its result.
 func (t *ticket) handOff(ctx context.Context, ops []zkclient.Op, behind func(), tail ...zkclient.Op) ([]zkclient.OpResult, int64, error) {
 	s := t.q.s
-	granting := len(t.run) > 0 // ops begin with the check and the grant
+	pairs := len(t.readers) // ops begin with a check and a grant per heir
+	if len(t.run) > 0 {
+		pairs = 1
+	}
 	for {
 		call := s.c.MultiAsync(append(slices.Clip(ops), tail...)...)
 		if behind != nil {
@@ -650,15 +704,16 @@ func (t *ticket) handOff(ctx context.Context, ops []zkclient.Op, behind func(), 
 		})
 		switch {
 		case failed < 0:
-			if granting {
+			if pairs > 0 {
 				s.stats.grants.Add(1)
 			}
 			t.grant = "" // deleted, or found gone
 			return res[len(ops):], call.Zxid(), nil
 		case failed >= len(ops):
 			return res[len(ops):], call.Zxid(), nil
-		case granting && failed <= 1:
-			ops, granting = ops[2:], false
+		case failed < 2*pairs:
+			at := failed / 2 * 2
+			ops, pairs = slices.Delete(slices.Clone(ops), at, at+2), pairs-1
 		default:
 			ops = ops[:len(ops)-1]
 		}

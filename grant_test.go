@@ -478,8 +478,8 @@ func TestGrantSemaphoreRefused(t *testing.T) {
 }
 
 // TestGrantRWMutex: an RWMutex writer hands the write lock to the writer
-// right after it; a writer followed by a reader grants nothing, and the
-// readers behind it hold together on their listings.
+// right after it, and the last writer of a run to the readers after it, all
+// at once; the writer behind the readers waits for both.
 func TestGrantRWMutex(t *testing.T) {
 	e := newEnv(t)
 	lock := e.path + "/rw"
@@ -524,13 +524,123 @@ func TestGrantRWMutex(t *testing.T) {
 	must(t, result(t, chs[4], "5: Lock"), "5: Lock")
 	must(t, ms[5].Unlock(ctx), "5: Unlock")
 	for i, s := range ss {
-		want := int64(0)
-		if i == 2 {
-			want = 1 // granted by 1, which listed 2 then reader 3
+		var want int64
+		switch i {
+		case 2, 3, 4:
+			want = 1 // 1 listed 2, 3 and 4: it granted 2, naming the readers, and 2 granted them
 		}
 		if got := s.Stats().Granted; got != want {
 			t.Errorf("%d: held on %d grants, want %d", i, got, want)
 		}
+	}
+	if g1, g2 := ss[1].Stats().Grants, ss[2].Stats().Grants; g1 != 1 || g2 != 1 {
+		t.Errorf("writers 1 and 2 granted in %d and %d releases, want 1 and 1", g1, g2)
+	}
+	if g := e.grantNodes(lock); len(g) != 0 {
+		t.Errorf("grants left: %v", g)
+	}
+	e.empty(lock)
+}
+
+// TestGrantRWMutexReaders: a writer grants the readers right after it
+// that take grants, passing over one that does not (it lists, and holds
+// with them), and never a reader behind the next writer. A reader that
+// left before the release is dropped from the grant, the others granted.
+func TestGrantRWMutexReaders(t *testing.T) {
+	t.Run("all", func(t *testing.T) { testGrantReaders(t, false) })
+	t.Run("third leaves", func(t *testing.T) { testGrantReaders(t, true) })
+}
+
+func testGrantReaders(t *testing.T, leave bool) {
+	e := newEnv(t)
+	lock := e.path + "/rw"
+	ctx := ctxTimeout(t, time.Minute)
+	type who struct {
+		read bool
+		opts []zkrecipes.LockOption
+	}
+	// 0 writes (it holds); 1 reads, 2 reads without grants, 3 reads, 4
+	// writes, 5 reads.
+	line := []who{{false, nil}, {true, nil}, {true, []zkrecipes.LockOption{zkrecipes.WithoutGrants()}}, {true, nil}, {false, nil}, {true, nil}}
+	ss := make([]*zkrecipes.Session, len(line))
+	ms := make([]*zkrecipes.RWMutex, len(line))
+	for i, w := range line {
+		ss[i] = e.session()
+		ms[i] = zkrecipes.NewRWMutex(ss[i], lock, append([]zkrecipes.LockOption{zkrecipes.WithGrants()}, w.opts...)...)
+	}
+	cctx, cancel := context.WithCancel(ctx) // reader 3's, with leave
+	defer cancel()
+	lockOf := func(i int) func() error {
+		c := ctx
+		if i == 3 && leave {
+			c = cctx
+		}
+		if line[i].read {
+			return func() error { return ms[i].RLock(c) }
+		}
+		return func() error { return ms[i].Lock(c) }
+	}
+	// 0 holds on a listing that shows the others: a first writer lets go
+	// once they queued.
+	first := zkrecipes.NewRWMutex(e.session(), lock)
+	must(t, first.Lock(ctx), "first: Lock")
+	chs := []<-chan error{e.queue(lock, 2, lockOf(0))}
+	for i := 1; i < len(line); i++ {
+		chs = append(chs, e.queue(lock, i+2, lockOf(i)))
+	}
+	e.waitFor("every waiter to watch", func() bool {
+		kids := e.sortedChildren(lock)
+		// In queue order, first, then 0 to 5: first is watched by its hold
+		// and 0; 0 by readers 1, 2 and 3; 3 by writer 4; 4 by reader 5.
+		for i, want := range map[int]int{0: 2, 1: 3, 4: 1, 5: 1} {
+			if watchersOf(t, e.servers[0], lock+"/"+kids[i]) < want {
+				return false
+			}
+		}
+		return true
+	})
+	must(t, first.Unlock(ctx), "first: Unlock")
+	must(t, result(t, chs[0], "0: Lock"), "0: Lock")
+	for _, i := range []int{1, 2, 3, 4, 5} {
+		blocked(t, chs[i], fmt.Sprint(i, ": its lock while 0 writes"))
+	}
+	readers := []int{1, 2, 3}
+	if leave {
+		cancel()
+		if err := result(t, chs[3], "3: RLock cancelled"); err == nil {
+			t.Fatal("3: RLock held after its cancel")
+		}
+		e.waitFor("3's node gone", func() bool { return len(e.children(lock)) == len(line)-1 })
+		readers = []int{1, 2}
+	}
+	must(t, ms[0].Unlock(ctx), "0: Unlock")
+	for _, i := range readers {
+		must(t, result(t, chs[i], fmt.Sprint(i, ": RLock")), "%d: RLock", i)
+	}
+	blocked(t, chs[4], "4: Lock while readers hold")
+	blocked(t, chs[5], "5: RLock behind writer 4")
+	for _, i := range readers {
+		want := int64(1)
+		if i == 2 {
+			want = 0
+		}
+		if got := ss[i].Stats().Granted; got != want {
+			t.Errorf("reader %d held on %d grants, want %d", i, got, want)
+		}
+	}
+	for _, i := range readers {
+		must(t, ms[i].RUnlock(ctx), "%d: RUnlock", i)
+	}
+	must(t, result(t, chs[4], "4: Lock"), "4: Lock")
+	blocked(t, chs[5], "5: RLock while 4 writes")
+	must(t, ms[4].Unlock(ctx), "4: Unlock")
+	must(t, result(t, chs[5], "5: RLock"), "5: RLock")
+	if got := ss[5].Stats().Granted; got != 1 {
+		t.Errorf("reader 5 held on %d grants, want 1 (4 listed it)", got)
+	}
+	must(t, ms[5].RUnlock(ctx), "5: RUnlock")
+	if g := e.grantNodes(lock); len(g) != 0 {
+		t.Errorf("grants left: %v", g)
 	}
 	e.empty(lock)
 }

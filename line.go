@@ -104,14 +104,14 @@ func (q *line) enter(ctx context.Context, k kind, data []byte) (*ticket, error) 
 
 // ticket returns a new ticket of kind k, not yet made: one that takes
 // grants, enrolled with its session's grant route, where the line's
-// contenders do: never a reader; with WithGrants, always (the route is set
+// contenders do: with WithGrants, always (the route is set
 // up if need be); by default, when the session has a route there already
 // (see warmRoute). Without a route (it could not be set up: ctx ended,
 // say) the ticket takes no grants, and its name says so.
 func (q *line) ticket(ctx context.Context, k kind) *ticket {
 	var r *grantRoute
 	switch {
-	case k.reader || q.grants == grantsNever:
+	case q.grants == grantsNever:
 	case q.grants == grantsAlways:
 		r, _ = q.s.route(ctx, q.dir)
 	default:
@@ -182,14 +182,14 @@ func (t *ticket) wait(ctx context.Context, try bool) error {
 		}
 		if p.blocker == "" {
 			if q.grants != grantsNever && !t.granted() {
-				t.run = t.successors(kids)
+				t.successors(kids)
 			}
 			return t.holds(ctx)
 		}
 		if try {
 			return ErrLocked
 		}
-		if first && t.route == nil && q.grants == grantsOnContention && !t.kind.reader {
+		if first && t.route == nil && q.grants == grantsOnContention {
 			t.pin = s.warmRoute(q.dir)
 		}
 		if err := t.await(ctx, q.dir+"/"+p.blocker); err != nil {

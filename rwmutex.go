@@ -38,9 +38,10 @@ type RWMutex struct {
 }
 
 // NewRWMutex returns an RWMutex on path for the session s. A writer that
-// releases hands the write lock by grant to the writer right after it,
-// if that one takes grants (see WithGrants; readers list, as always). A
-// bad path is reported, without any network call, by the first call.
+// releases hands the lock by grant to the writer right after it, or to
+// the readers right after it, all at once, if they take grants (see
+// WithGrants); a reader grants nothing. A bad path is reported, without
+// any network call, by the first call.
 func NewRWMutex(s *Session, path string, opts ...LockOption) *RWMutex {
 	m := &RWMutex{}
 	m.st.init(s, path, lockKinds, opts)

@@ -24,8 +24,7 @@ func WithNodeData(data []byte) LockOption {
 	return func(c *lockConfig) { c.data = append([]byte(nil), data...) }
 }
 
-// Grants: how a Mutex (an Election, an RWMutex's writers) hands the lock
-// over. A holder that knows the contender right after it, and that
+// Grants: how a Mutex (an Election, an RWMutex) hands the lock over. A holder that knows the contender right after it, and that
 // contender takes grants, releases with one multi that deletes its node
 // and creates a grant for that contender, which then holds on the grant's
 // watch event, without reading the line. A handoff then costs the
@@ -54,11 +53,13 @@ func WithNodeData(data []byte) LockOption {
 // session's routes end with it. So a service that locks many paths keeps
 // routes only on the paths it contends for now.
 //
-// Only contenders that take grants, of the holder's own kind, are granted:
-// others on the same path (Curator's, kazoo's, a zkrecipes contender
-// without a route or WithoutGrants, an RWMutex's readers, an RWMutex
-// writer after a Mutex holder) are passed over, and take the lock by
-// listing, as always. Tokens are the same with or without grants (see
+// Only contenders that take grants, of the holder's own kind, are granted,
+// and an RWMutex writer's readers: a writer followed by readers grants
+// every one of them that takes grants, up to the next writer (16 at most),
+// in its one multi, and they hold together. Others on the same path
+// (Curator's, kazoo's, a zkrecipes contender without a route or
+// WithoutGrants, an RWMutex writer after a Mutex holder) are passed over,
+// and take the lock by listing, as always; readers grant nothing. Tokens are the same with or without grants (see
 // Mutex.Token). A grant node is ephemeral, owned by the granter's session,
 // and deleted by the heir: in its release's multi, or at once when the
 // heir had left before the grant came. One whose heir's session ended
