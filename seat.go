@@ -24,10 +24,16 @@ func WithNodeData(data []byte) LockOption {
 	return func(c *lockConfig) { c.data = append([]byte(nil), data...) }
 }
 
-// Grants: how a Mutex (an Election, an RWMutex) hands the lock over. A holder that knows the contender right after it, and that
-// contender takes grants, releases with one multi that deletes its node
-// and creates a grant for that contender, which then holds on the grant's
-// watch event, without reading the line. A handoff then costs the
+// WithGrants makes the contender take grants from its session's first Lock
+// on the path: the route is set up (two round trips) before the first node
+// is queued, rather than after the first wait. A Semaphore given
+// WithGrants reports ErrInvalidArgument.
+//
+// Grants are how a Mutex (an Election, an RWMutex) hands the lock over. A
+// holder that knows the contender right after it, and that contender
+// takes grants, releases with one multi that deletes its node and creates
+// a grant for that contender, which then holds on the grant's watch
+// event, without reading the line. A handoff then costs the
 // holder's multi and one event, where otherwise it costs the holder's
 // delete, one event and the next holder's listing: one round trip less on
 // the critical path, and one listing of the line per ten handoffs instead
@@ -47,10 +53,10 @@ func WithNodeData(data []byte) LockOption {
 // write per missing node of its path) holding an ephemeral node of the
 // session's, made in one multi; and, in the client, one recursive watch
 // (ZooKeeper 3.6 or later) and one goroutine. A route that no contender of
-// the session has used for a minute is taken down (its watch removed, its
-// ephemeral node deleted: two requests), and the server removes the
-// container at its next container check (every minute by default); a
-// session's routes end with it. So a service that locks many paths keeps
+// the session has used for a minute (WithGrantLinger) is taken down (its
+// watch removed, its ephemeral node deleted: two requests), and the
+// server removes the container at its next container check (every minute
+// by default); a session's routes end with it. So a service that locks many paths keeps
 // routes only on the paths it contends for now.
 //
 // Only contenders that take grants, of the holder's own kind, are granted,
@@ -59,18 +65,16 @@ func WithNodeData(data []byte) LockOption {
 // in its one multi, and they hold together. Others on the same path
 // (Curator's, kazoo's, a zkrecipes contender without a route or
 // WithoutGrants, an RWMutex writer after a Mutex holder) are passed over,
-// and take the lock by listing, as always; readers grant nothing. Tokens are the same with or without grants (see
+// and take the lock by listing, as always; readers grant nothing. Readers
+// granted by a writer held 1.5 to 1.6 times as fast as by listing through
+// a delayed link (1 and 10 readers), but 0.77 to 0.90 as fast on loopback
+// in most runs. Tokens are the same with or without grants (see
 // Mutex.Token). A grant node is ephemeral, owned by the granter's session,
 // and deleted by the heir: in its release's multi, or at once when the
 // heir had left before the grant came. One whose heir's session ended
 // before that stays until the granter's session ends, as does one made for
 // a node whose deletion was left to the background (after a lost answer)
 // once the route was taken down.
-
-// WithGrants makes the contender take grants from its session's first Lock
-// on the path: the route is set up (two round trips) before the first node
-// is queued, rather than after the first wait. A Semaphore given
-// WithGrants reports ErrInvalidArgument. See the section on grants above.
 func WithGrants() LockOption {
 	return func(c *lockConfig) { c.grants = grantsAlways }
 }
@@ -78,7 +82,7 @@ func WithGrants() LockOption {
 // WithoutGrants makes the contender neither take grants nor grant: it
 // always holds on a listing, its session sets up no grant route for it,
 // and its release is a plain delete, after which the next contender lists.
-// See the section on grants above.
+// See WithGrants.
 func WithoutGrants() LockOption {
 	return func(c *lockConfig) { c.grants = grantsNever }
 }
