@@ -127,19 +127,10 @@ func BenchmarkGrant(b *testing.B) {
 	if sharedErr != nil {
 		zktest.SkipOrFail(b, sharedErr)
 	}
-	for _, delay := range []time.Duration{-1, 250 * time.Microsecond, 500 * time.Microsecond} {
-		servers, link := shared.Addrs(), "loopback"
-		if delay >= 0 {
-			p, err := zktest.NewProxy(shared.Addr(0))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer p.Close()
-			p.Delay(delay)
-			servers, link = []string{p.Addr()}, fmt.Sprintf("delay=%v", delay)
-		}
+	for i, l := range links(b, 250*time.Microsecond, 500*time.Microsecond) {
+		servers, link := l.servers, l.name
 		ns := []int{10, 100}
-		if delay < 0 {
+		if i == 0 { // loopback
 			ns = append(ns, 500)
 		}
 		for _, n := range ns {
@@ -160,6 +151,28 @@ func BenchmarkGrant(b *testing.B) {
 			})
 		}
 	}
+}
+
+// link is a way to the shared server for the benchmarks.
+type link struct {
+	name    string
+	servers []string
+}
+
+// links returns loopback, then for each of delays the fault proxy with
+// that delay each way (zktest.Proxy.Delay), closed when b ends.
+func links(b *testing.B, delays ...time.Duration) []link {
+	ls := []link{{"loopback", shared.Addrs()}}
+	for _, d := range delays {
+		p, err := zktest.NewProxy(shared.Addr(0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { p.Close() })
+		p.Delay(d)
+		ls = append(ls, link{fmt.Sprintf("delay=%v", d), []string{p.Addr()}})
+	}
+	return ls
 }
 
 // BenchmarkFloorClients checks which client the floors are fastest on:

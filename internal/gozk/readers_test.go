@@ -12,7 +12,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/bench"
 	"github.com/zkrecipes/zkrecipes/zkclient"
 	"github.com/zkrecipes/zkrecipes/zkclient/zkadmin"
-	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // BenchmarkReaders measures an RWMutex writer's release to readers that
@@ -31,19 +30,9 @@ func BenchmarkReaders(b *testing.B) {
 	if sharedErr != nil {
 		b.Skip(sharedErr)
 	}
-	for _, delay := range []time.Duration{-1, 500 * time.Microsecond} {
-		servers, link := shared.Addrs(), "loopback"
-		if delay >= 0 {
-			p, err := zktest.NewProxy(shared.Addr(0))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer p.Close()
-			p.Delay(delay)
-			servers, link = []string{p.Addr()}, fmt.Sprintf("delay=%v", delay)
-		}
+	for _, l := range links(b, 500*time.Microsecond) {
 		for _, readers := range []int{1, 10, 50} {
-			b.Run(fmt.Sprintf("%s/readers=%d", link, readers), func(b *testing.B) { benchReaders(b, servers, readers) })
+			b.Run(fmt.Sprintf("%s/readers=%d", l.name, readers), func(b *testing.B) { benchReaders(b, l.servers, readers) })
 		}
 	}
 }
