@@ -59,9 +59,9 @@ import (
 // followed by readers grants them all, one check and create each, before
 // its delete (see successors). A grant that cannot be made (the heir left:
 // the check fails) is dropped from the multi, which is sent again: with
-// no heir left, a plain delete, and the next waiter lists. The delete of the granter's own node is also what makes
-// the multi fail when that node is gone (someone deleted it): then nothing
-// is granted.
+// no heir left, a plain delete, and the next waiter lists. The delete of
+// the granter's own node is also what makes the multi fail when that node
+// is gone (someone deleted it): then nothing is granted.
 
 // maxRun is the most contenders a grant names after its heir.
 const maxRun = 8
@@ -531,6 +531,7 @@ type grantable struct {
 	// successors), granted all at once
 	readers []string
 	pin     *routePin // a ticket that takes no grants: it keeps the route it warmed up
+	byGrant bool      // it holds on a grant, without a listing (see wait)
 }
 
 // register enrols a ticket that takes grants with the route r, before its
@@ -543,9 +544,9 @@ func (t *ticket) register(r *grantRoute) {
 }
 
 // unregister ends the ticket's enrolment with its route (or its pin on
-// one: see warmRoute), and deletes,
-// without waiting, a grant it received that no release deleted: it is a
-// message, not the holding (the ticket's node is).
+// one: see warmRoute), and deletes, without waiting, a grant it received
+// that no release deleted: it is a message, not the holding (the ticket's
+// node is).
 func (t *ticket) unregister() {
 	if t.pin != nil {
 		t.pin.drop(t.q.s)
@@ -654,11 +655,11 @@ func (t *ticket) setRun(run []string) {
 // grantOps returns the operations that hand the lock to the ticket's heir
 // (or heirs: readers) and delete the grant it received, to go before the
 // delete of its node in one multi; none if there is nothing to grant or
-// clean up. Each heir is a pair, check and create, at the front.
-func (t *ticket) grantOps() []zkclient.Op {
+// clean up. Each heir is a pair, check and create, at the front; heirs
+// says how many.
+func (t *ticket) grantOps() (ops []zkclient.Op, heirs int) {
 	t.granted() // the latest word on a grant received
 	s := t.q.s
-	var ops []zkclient.Op
 	grant := func(heir, name string) {
 		u := uuidOf(heir)
 		ops = append(ops,
@@ -671,25 +672,22 @@ func (t *ticket) grantOps() []zkclient.Op {
 	for _, r := range t.readers {
 		grant(r, uuidOf(r))
 	}
+	heirs = len(ops) / 2
 	if t.grant != "" {
 		ops = append(ops, s.c.DeleteOp(t.grant, -1))
 	}
-	return ops
+	return ops, heirs
 }
 
-// handOff sends one multi: ops, the ticket's grant operations (from
-// grantOps), then tail, and behind it the request that behind sends, if
-// any. When a grant operation fails (an heir left, its grants directory is
-// gone, the grant received is gone with its granter's session) it is sent
-// again without that part (that heir's pair). It returns tail's results and the multi's zxid;
-// an error is the multi's (a lost answer, say), and a failure in tail is
-// in its result.
-func (t *ticket) handOff(ctx context.Context, ops []zkclient.Op, behind func(), tail ...zkclient.Op) ([]zkclient.OpResult, int64, error) {
+// handOff sends one multi: ops, the ticket's grant operations for heirs
+// heirs (from grantOps), then tail, and behind it the request that behind
+// sends, if any. When a grant operation fails (an heir left, its grants
+// directory is gone, the grant received is gone with its granter's
+// session) it is sent again without that part (that heir's pair). It
+// returns tail's results and the multi's zxid; an error is the multi's (a
+// lost answer, say), and a failure in tail is in its result.
+func (t *ticket) handOff(ctx context.Context, ops []zkclient.Op, heirs int, behind func(), tail ...zkclient.Op) ([]zkclient.OpResult, int64, error) {
 	s := t.q.s
-	pairs := len(t.readers) // ops begin with a check and a grant per heir
-	if len(t.run) > 0 {
-		pairs = 1
-	}
 	for {
 		call := s.c.MultiAsync(append(slices.Clip(ops), tail...)...)
 		if behind != nil {
@@ -704,16 +702,16 @@ func (t *ticket) handOff(ctx context.Context, ops []zkclient.Op, behind func(), 
 		})
 		switch {
 		case failed < 0:
-			if pairs > 0 {
+			if heirs > 0 {
 				s.stats.grants.Add(1)
 			}
 			t.grant = "" // deleted, or found gone
 			return res[len(ops):], call.Zxid(), nil
 		case failed >= len(ops):
 			return res[len(ops):], call.Zxid(), nil
-		case failed < 2*pairs:
+		case failed < 2*heirs:
 			at := failed / 2 * 2
-			ops, pairs = slices.Delete(slices.Clone(ops), at, at+2), pairs-1
+			ops, heirs = slices.Delete(slices.Clone(ops), at, at+2), heirs-1
 		default:
 			ops = ops[:len(ops)-1]
 		}
@@ -727,7 +725,7 @@ func (t *ticket) handOff(ctx context.Context, ops []zkclient.Op, behind func(), 
 // nothing, so every ticket can leave through release.
 func (t *ticket) release(ctx context.Context) error {
 	defer t.unregister()
-	ops := t.grantOps()
+	ops, heirs := t.grantOps()
 	if len(ops) == 0 {
 		return t.leave(ctx)
 	}
@@ -738,7 +736,7 @@ func (t *ticket) release(ctx context.Context) error {
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
 	s.stats.deletes.Add(1)
-	res, _, err := t.handOff(cctx, ops, nil, s.c.DeleteOp(t.path(), -1))
+	res, _, err := t.handOff(cctx, ops, heirs, nil, s.c.DeleteOp(t.path(), -1))
 	if err == nil && res[0].Err == nil {
 		return nil
 	}

@@ -85,8 +85,6 @@ type ticket struct {
 	kind  kind
 	token int64 // fencing token, set when it holds (see wait)
 	ahead int   // contenders ahead of it at its first listing (see wait)
-	// byGrant: it holds on a grant, without a listing (see wait)
-	byGrant bool
 	grantable
 }
 
@@ -289,7 +287,8 @@ func (t *ticket) requeue(ctx context.Context, data []byte) (_ *ticket, err error
 	// node, the old or the new, the seat must leave.
 	cctx, cancel := s.cleanupContext(ctx)
 	defer cancel()
-	res, zxid, err := t.handOff(cctx, t.grantOps(), func() {
+	ops, heirs := t.grantOps()
+	res, zxid, err := t.handOff(cctx, ops, heirs, func() {
 		s.stats.listings.Add(1)
 		n.first = s.c.ChildrenAsync(t.q.dir)
 	}, s.c.DeleteOp(t.path(), -1), s.c.CreateOp(base, data, zkclient.EphemeralSequential, s.acl))
